@@ -1,0 +1,37 @@
+# vaultmem — developer commands. `make serve` and `make test` work on a fresh machine with Python 3.11+.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+VAULT ?= $(or $(VAULTMEM_VAULT),$(HOME)/vaultmem-vault)
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-all lint bench serve clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check vaultmem tests benchmarks
+	$(BIN)/ruff format --check vaultmem tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/write_path.py
+	$(BIN)/python benchmarks/retrieval.py
+
+serve: $(STAMP)
+	$(BIN)/vaultmem serve --vault "$(VAULT)" --init
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,48 @@
+"""The one exception tree of vaultmem.
+
+    VaultmemError                  every error this package raises on purpose
+    ├── InvalidInput               the caller passed something unusable (fix the arguments)
+    ├── NotFound                   an id or path addresses nothing
+    ├── ContractError              the filing contract does not load or validate (fix the file)
+    ├── CapReached                 the daily write cap refuses a new note (wait, or raise the cap)
+    ├── VaultError                 the vault on disk is unusable (missing, read-only, malformed note)
+    │   └── GitError               git refused or is locked by another process
+    └── IndexError_                the derived index is unavailable (rebuild it with `vaultmem reindex`)
+
+Library errors (YAML, git, LanceDB, onnxruntime, OS) are translated once, where they are called,
+with ``raise ... from exc``; messages say what went wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class VaultmemError(Exception):
+    """Root of every error vaultmem raises on purpose."""
+
+
+class InvalidInput(VaultmemError, ValueError):
+    """The caller passed an argument that cannot be used as given."""
+
+
+class NotFound(VaultmemError, LookupError):
+    """An id or path addresses nothing in the vault."""
+
+
+class ContractError(VaultmemError):
+    """The filing contract does not load or does not validate."""
+
+
+class CapReached(VaultmemError):
+    """The daily write cap refuses a new note."""
+
+
+class VaultError(VaultmemError):
+    """The vault on disk cannot be used as it is."""
+
+
+class GitError(VaultError):
+    """Git refused an operation, or another process holds its lock."""
+
+
+class IndexError_(VaultmemError):  # noqa: N801 - trailing underscore avoids the builtin IndexError
+    """The derived search index is unavailable or inconsistent."""
