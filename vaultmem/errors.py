@@ -44,5 +44,5 @@ class GitError(VaultError):
     """Git refused an operation, or another process holds its lock."""
 
 
-class IndexError_(VaultmemError):  # noqa: N801 - trailing underscore avoids the builtin IndexError
+class IndexError_(VaultmemError):
     """The derived search index is unavailable or inconsistent."""

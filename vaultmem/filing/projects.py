@@ -1,0 +1,127 @@
+"""Project spaces and the project registry (``desk/projects/<slug>/project.yaml``)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultmem.errors import InvalidInput
+from vaultmem.filing.contract import Contract
+from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
+from vaultmem.notes.slugs import make_slug
+
+MAX_PROJECT_CHARS = 100
+_BAD_PROJECT = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+
+
+def validate_project(project: str | None) -> str | None:
+    """A project name usable as a folder name, or InvalidInput saying what to change."""
+    if project is None:
+        return None
+    name = project.strip()
+    if not name:
+        return None
+    if len(name) > MAX_PROJECT_CHARS:
+        raise InvalidInput(f"project name is {len(name)} characters; use at most {MAX_PROJECT_CHARS}")
+    if _BAD_PROJECT.search(name) or name in (".", "..") or name.startswith("."):
+        raise InvalidInput(
+            f"project {project!r} cannot be a folder name: use letters, digits, spaces, '-' or '_' "
+            "(no '/', '\\', '..', control characters or a leading '.')"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Project:
+    slug: str
+    name: str
+    code_paths: tuple[str, ...]
+    description: str | None
+
+
+class ProjectRegistry:
+    """Reads project.yaml files under the contract's desk folder, re-reading when they change."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._stamp: tuple[tuple[str, int], ...] = ()
+        self._projects: list[Project] = []
+        self.problems: dict[str, str] = {}
+
+    def projects(self, contract: Contract) -> list[Project]:
+        desk = self.root / contract.projects_desk
+        files = sorted(desk.glob("*/project.yaml")) if desk.is_dir() else []
+        stamp = tuple((str(f), _mtime(f)) for f in files)
+        with self._lock:
+            if stamp != self._stamp:
+                self._projects, self.problems = _read_all(files)
+                self._stamp = stamp
+            return list(self._projects)
+
+    def for_cwd(self, contract: Contract, cwd: str) -> Project | None:
+        """The project whose ``code_paths`` holds ``cwd``; the longest listed path wins."""
+        here = Path(cwd).expanduser()
+        best: tuple[int, Project] | None = None
+        for project in self.projects(contract):
+            for listed in project.code_paths:
+                base = Path(listed).expanduser()
+                if here == base or base in here.parents:
+                    depth = len(base.parts)
+                    if best is None or depth > best[0]:
+                        best = (depth, project)
+        return best[1] if best else None
+
+    def space_for(self, contract: Contract, project: str) -> str:
+        """The vault-relative folder a project's entries are filed in.
+
+        The vault-root ``Projects/<project>`` when that folder exists (matched exactly, then
+        case-insensitively), else ``desk/projects/<project slug>``.
+        """
+        root_dir = self.root / contract.projects_root
+        if root_dir.is_dir():
+            exact = root_dir / project
+            if exact.is_dir():
+                return f"{contract.projects_root}/{project}"
+            lowered = project.lower()
+            for child in sorted(root_dir.iterdir()):
+                if child.is_dir() and child.name.lower() == lowered:
+                    return f"{contract.projects_root}/{child.name}"
+        return f"{contract.projects_desk}/{make_slug(project, fallback='project')}"
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _read_all(files: list[Path]) -> tuple[list[Project], dict[str, str]]:
+    projects: list[Project] = []
+    problems: dict[str, str] = {}
+    for file in files:
+        try:
+            data = load_yaml_mapping(file.read_text(encoding="utf-8-sig"), source=str(file))
+        except (OSError, UnicodeDecodeError, MalformedNote) as exc:
+            problems[str(file)] = str(exc)
+            continue
+        paths = data.get("code_paths") or []
+        if isinstance(paths, str):
+            paths = [paths]
+        if not isinstance(paths, list):
+            problems[str(file)] = f"{file}: code_paths must be a list of folders"
+            paths = []
+        name = data.get("name")
+        description = data.get("description")
+        projects.append(
+            Project(
+                slug=file.parent.name,
+                name=str(name) if isinstance(name, str) and name else file.parent.name,
+                code_paths=tuple(str(p) for p in paths if isinstance(p, str) and p),
+                description=str(description) if isinstance(description, str) else None,
+            )
+        )
+    return projects, problems

@@ -1,0 +1,1 @@
+"""Notes: the memory model, its frontmatter (round-trip safe), slugs and ids."""

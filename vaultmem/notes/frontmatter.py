@@ -1,0 +1,225 @@
+"""Round-trip-safe Markdown + YAML frontmatter.
+
+A note file is an optional UTF-8 BOM, an optional frontmatter block fenced by ``---`` lines, and a
+body. vaultmem edits only the frontmatter keys it owns: every other top-level entry, the fences, the
+BOM, the line endings and the body are written back exactly as they were read. That is why this
+module splits the block into top-level entries itself instead of loading and re-dumping the YAML
+(python-frontmatter re-serialises the whole block, which reorders keys and rewrites values a person
+typed).
+
+YAML from the vault is untrusted: the block is size-capped, loaded with a safe loader, and anchors
+or aliases (the "billion laughs" family) are refused before anything is expanded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from vaultmem.errors import VaultError
+
+BOM = "\ufeff"
+MAX_FRONTMATTER_BYTES = 256 * 1024
+_FENCE = re.compile(r"^---[ \t]*(\r\n|\n|\r)?$")
+_CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
+_KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
+_ALIAS_OR_ANCHOR = re.compile(r"(^|[\s\[{,:-])[&*][^\s,\[\]{}]")
+
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class MalformedNote(VaultError):
+    """A note's frontmatter cannot be read; the file is reported and left untouched."""
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The pure-Python safe loader, refusing anchors and aliases."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases are not allowed in note frontmatter", None
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml_mapping(text: str, *, source: str) -> dict[str, Any]:
+    """Load a YAML mapping from untrusted text, refusing aliases, with errors that name ``source``."""
+    loader: type[yaml.SafeLoader] = _NoAliasLoader if _ALIAS_OR_ANCHOR.search(text) else _SafeLoader
+    try:
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - both loaders are safe loaders
+    except yaml.YAMLError as exc:
+        detail = str(exc).replace("\n", " ")
+        raise MalformedNote(f"{source}: frontmatter is not valid YAML ({detail}); fix it by hand") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise MalformedNote(
+            f"{source}: frontmatter is a {type(data).__name__}, not a mapping of keys to values; "
+            "fix it by hand"
+        )
+    for key in data:
+        if not isinstance(key, str):
+            raise MalformedNote(f"{source}: frontmatter key {key!r} is not a string; fix it by hand")
+    return data
+
+
+@dataclass
+class Entry:
+    """One top-level frontmatter entry: its key (``None`` for leading comments) and raw lines."""
+
+    key: str | None
+    lines: list[str]
+
+
+@dataclass
+class NoteText:
+    """A note file split into its parts, each kept exactly as read."""
+
+    bom: bool
+    newline: str
+    has_frontmatter: bool
+    open_fence: str
+    entries: list[Entry]
+    close_fence: str
+    body: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def render(self) -> str:
+        out = [BOM] if self.bom else []
+        if self.has_frontmatter:
+            out.append(self.open_fence)
+            for entry in self.entries:
+                out.extend(entry.lines)
+            out.append(self.close_fence)
+        out.append(self.body)
+        return "".join(out)
+
+    def to_bytes(self) -> bytes:
+        return self.render().encode("utf-8")
+
+
+def _detect_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    return "\r\n" if crlf > lf else "\n"
+
+
+def _split_entries(lines: list[str]) -> list[Entry]:
+    entries: list[Entry] = []
+    current = Entry(None, [])
+    for line in lines:
+        starts_key = bool(line) and line[0] not in " \t#\r\n" and not line.startswith("- ")
+        if starts_key and line.rstrip("\r\n") != "-":
+            match = _KEY.match(line)
+            key = next((g for g in match.groups() if g is not None), None) if match else None
+            if current.lines or current.key is not None:
+                entries.append(current)
+            current = Entry(key.strip() if key is not None else line.rstrip("\r\n"), [line])
+        else:
+            current.lines.append(line)
+    if current.lines or current.key is not None:
+        entries.append(current)
+    return entries
+
+
+def parse(text: str, *, source: str = "note") -> NoteText:
+    """Split a note's text; raise :class:`MalformedNote` when its frontmatter cannot be read."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    newline = _detect_newline(text)
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[: first_end + 1]
+    if not _FENCE.match(first) or first_end < 0:
+        return NoteText(bom, newline, False, "", [], "", text)
+    lines = text[first_end + 1 :].splitlines(keepends=True)
+    consumed = len(first)
+    block: list[str] = []
+    close: str | None = None
+    for line in lines:
+        consumed += len(line)
+        if _CLOSE.match(line):
+            close = line
+            break
+        block.append(line)
+        if consumed > MAX_FRONTMATTER_BYTES + 8:
+            raise MalformedNote(
+                f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
+                "shorten it by hand (vaultmem will not read or rewrite it)"
+            )
+    if close is None:
+        # An opening fence with no closing one: the whole file is body, exactly as Obsidian reads it.
+        return NoteText(bom, newline, False, "", [], "", text)
+    if not close.endswith(("\n", "\r")):
+        close += newline  # the fence ended the file: a body we add must start on its own line
+        body = ""
+    else:
+        body = text[consumed:]
+    block_text = "".join(block)
+    if len(block_text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+        raise MalformedNote(
+            f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
+            "shorten it by hand (vaultmem will not read or rewrite it)"
+        )
+    meta = load_yaml_mapping(block_text.replace("\r\n", "\n").replace("\r", "\n"), source=source)
+    return NoteText(bom, newline, True, first, _split_entries(block), close, body, meta)
+
+
+def render_entry(key: str, value: Any, newline: str) -> list[str]:
+    """The lines of one ``key: value`` entry, block style, ending in ``newline``."""
+    dumped = yaml.safe_dump(
+        {key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False, width=1_000_000
+    )
+    return [line + newline for line in dumped.rstrip("\n").split("\n")]
+
+
+_DELETE = object()
+DELETE: Any = _DELETE
+
+
+def set_fields(note: NoteText, changes: dict[str, Any]) -> NoteText:
+    """A copy of ``note`` with owned keys set (or removed with :data:`DELETE`); all else untouched."""
+    entries = [Entry(e.key, list(e.lines)) for e in note.entries]
+    nl = note.newline
+    for key, value in changes.items():
+        positions = [i for i, e in enumerate(entries) if e.key == key]
+        if value is _DELETE:
+            for i in reversed(positions):
+                del entries[i]
+            continue
+        rendered = Entry(key, render_entry(key, value, nl))
+        if positions:
+            entries[positions[0]] = rendered
+            for i in reversed(positions[1:]):
+                del entries[i]
+        else:
+            if entries and entries[-1].lines and not entries[-1].lines[-1].endswith(("\n", "\r")):
+                entries[-1].lines[-1] += nl
+            entries.append(rendered)
+    meta = dict(note.meta)
+    for key, value in changes.items():
+        if value is _DELETE:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    open_fence = note.open_fence or f"---{nl}"
+    close_fence = note.close_fence or f"---{nl}"
+    return NoteText(note.bom, nl, True, open_fence, entries, close_fence, note.body, meta)
+
+
+def with_body(note: NoteText, body: str) -> NoteText:
+    """A copy of ``note`` with its body replaced (the frontmatter is untouched)."""
+    return NoteText(
+        note.bom, note.newline, note.has_frontmatter, note.open_fence,
+        [Entry(e.key, list(e.lines)) for e in note.entries], note.close_fence, body, dict(note.meta),
+    )  # fmt: skip
+
+
+def compose(fields: dict[str, Any], body: str, newline: str = "\n") -> NoteText:
+    """A new note with ``fields`` in the given order and ``body``."""
+    entries = [Entry(k, render_entry(k, v, newline)) for k, v in fields.items()]
+    return NoteText(False, newline, True, f"---{newline}", entries, f"---{newline}", body, dict(fields))

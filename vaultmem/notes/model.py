@@ -1,0 +1,175 @@
+"""The memory note: the frontmatter keys vaultmem owns, read from and written to note files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultmem.notes.frontmatter import MalformedNote, NoteText, compose, parse
+
+#: Statuses a note may carry. ``unfiled`` is a capture awaiting review; ``deleted`` is a soft delete.
+STATUSES = frozenset({"active", "unfiled", "deleted", "superseded", "archived", "expired"})
+#: Statuses that count as live: searchable by default and eligible for dedup.
+LIVE_STATUSES = frozenset({"active", "unfiled"})
+
+#: Frontmatter keys vaultmem owns, in the order it writes them on a new note.
+OWNED_KEYS = (
+    "id", "title", "kind", "status", "project", "tags", "created", "updated", "importance",
+    "occurrences", "source", "filing", "instructions", "always_load", "deleted_at", "delete_reason",
+)  # fmt: skip
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def iso(ts: dt.datetime) -> str:
+    """ISO-8601 UTC with a ``Z`` and whole seconds: ``2026-11-30T05:00:00Z``."""
+    return ts.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def fingerprint(body: str) -> str:
+    """The exact-content fingerprint of a body: sha256 of its text, line endings and outer
+    whitespace normalised (a CRLF copy or a trailing newline is the same content)."""
+    text = body.replace("\r\n", "\n").replace("\r", "\n").strip()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return iso(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return None  # a YAML 1.1 boolean (``no``) is never valid text for an owned key
+    return str(value)
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    """Parse a stored timestamp (ISO date or date-time); ``None`` when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+@dataclass
+class Note:
+    """A memory note as vaultmem reads it. ``text`` keeps the exact file text for edits."""
+
+    path: str
+    id: str | None
+    title: str
+    kind: str
+    status: str
+    body: str
+    project: str | None = None
+    tags: tuple[str, ...] = ()
+    created: str | None = None
+    updated: str | None = None
+    importance: float | None = None
+    occurrences: int = 1
+    source: dict[str, Any] = field(default_factory=dict)
+    filing: dict[str, Any] = field(default_factory=dict)
+    instructions: str | None = None
+    always_load: bool = False
+    deleted_at: str | None = None
+    delete_reason: str | None = None
+    text: NoteText | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.body)
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    @property
+    def slug(self) -> str:
+        name = self.path.rsplit("/", 1)[-1]
+        return name[:-3] if name.endswith(".md") else name
+
+
+def note_from_text(raw: str, path: str) -> Note:
+    """Read a note file's text; raise :class:`MalformedNote` when an owned key is unusable.
+
+    A file without frontmatter is a plain note a person wrote: it reads as an active note of kind
+    ``note`` with no id (the index derives one).
+    """
+    doc = parse(raw, source=path)
+    meta = doc.meta
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    def text_key(key: str) -> str | None:
+        value = meta.get(key)
+        if value is None:
+            return None
+        text = _as_text(value)
+        if text is None or isinstance(value, list | dict):
+            raise MalformedNote(f"{path}: frontmatter key {key!r} must be text, not {value!r}")
+        return text
+
+    status = text_key("status") or "active"
+    if status not in STATUSES:
+        raise MalformedNote(
+            f"{path}: status {meta.get('status')!r} is not one of {', '.join(sorted(STATUSES))}; "
+            "fix the status line by hand"
+        )
+    raw_tags = meta.get("tags") or []
+    if isinstance(raw_tags, str):
+        raw_tags = [t for t in raw_tags.replace(",", " ").split() if t]
+    if not isinstance(raw_tags, list) or not all(isinstance(t, str | int | float) for t in raw_tags):
+        raise MalformedNote(f"{path}: tags must be a list of words")
+    tags = tuple(str(t).lstrip("#") for t in raw_tags if not isinstance(t, bool))
+    source = meta.get("source") or {}
+    filing = meta.get("filing") or {}
+    if not isinstance(source, dict) or not isinstance(filing, dict):
+        raise MalformedNote(f"{path}: source and filing must be mappings")
+    occurrences = meta.get("occurrences", 1)
+    if isinstance(occurrences, bool) or not isinstance(occurrences, int) or occurrences < 1:
+        occurrences = 1
+    importance = meta.get("importance")
+    if isinstance(importance, bool) or not isinstance(importance, int | float):
+        importance = None
+    title = text_key("title") or stem
+    note_id = text_key("id")
+    return Note(
+        path=path,
+        id=note_id.lower() if note_id else None,
+        title=title,
+        kind=text_key("kind") or "note",
+        status=status,
+        body=doc.body,
+        project=text_key("project"),
+        tags=tags,
+        created=text_key("created"),
+        updated=text_key("updated"),
+        importance=float(importance) if importance is not None else None,
+        occurrences=occurrences,
+        source=source,
+        filing=filing,
+        instructions=text_key("instructions"),
+        always_load=meta.get("always_load") is True,
+        deleted_at=text_key("deleted_at"),
+        delete_reason=text_key("delete_reason"),
+        text=doc,
+    )
+
+
+def new_note_text(fields: dict[str, Any], body: str) -> NoteText:
+    """The text of a new note: owned keys in their canonical order, then the body."""
+    ordered = {k: fields[k] for k in OWNED_KEYS if k in fields and fields[k] is not None}
+    ordered.update({k: v for k, v in fields.items() if k not in ordered and v is not None})
+    if not body.endswith("\n"):
+        body += "\n"
+    return compose(ordered, body)

@@ -1,0 +1,1 @@
+"""The vault on disk: its layout, atomic file writes, git history and the cross-process lock."""

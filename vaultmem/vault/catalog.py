@@ -1,0 +1,287 @@
+"""The catalog: an in-memory view of every note's owned frontmatter, derived from the vault.
+
+The write path asks it the questions the filing contract needs answered exactly and at once: does
+this idempotency key exist, which live note has this fingerprint, which names are taken, how many
+memories were written today. It is rebuilt from the files at start (reusing a cache of parsed
+entries keyed by path, mtime and size, so a start with nothing changed parses nothing) and kept
+current by the write path and the watcher. Malformed notes are recorded as problems, never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+
+from vaultmem.notes.frontmatter import MalformedNote
+from vaultmem.notes.model import Note, note_from_text, parse_time
+from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.layout import VaultLayout
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1
+IDEM_TAG_PREFIX = "idem-"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the catalog knows of one note."""
+
+    path: str
+    id: str | None
+    title: str
+    kind: str
+    status: str
+    project: str | None
+    tags: tuple[str, ...]
+    created: str | None
+    updated: str | None
+    fingerprint: str
+    source_id: str | None
+    source_url: str | None
+    always_load: bool
+    mtime_ns: int
+    size: int
+
+    @property
+    def slug(self) -> str:
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def created_day(self) -> str | None:
+        ts = parse_time(self.created)
+        return ts.date().isoformat() if ts else None
+
+    @staticmethod
+    def from_note(note: Note, mtime_ns: int, size: int) -> Entry:
+        src_id = note.source.get("id")
+        src_url = note.source.get("url")
+        return Entry(
+            path=note.path,
+            id=note.id,
+            title=note.title,
+            kind=note.kind,
+            status=note.status,
+            project=note.project,
+            tags=note.tags,
+            created=note.created,
+            updated=note.updated,
+            fingerprint=note.fingerprint,
+            source_id=str(src_id) if src_id is not None else None,
+            source_url=str(src_url) if src_url is not None else None,
+            always_load=note.always_load,
+            mtime_ns=mtime_ns,
+            size=size,
+        )
+
+
+def read_note(layout: VaultLayout, rel: str) -> Note:
+    """Read and parse one note; raise MalformedNote for a file that cannot be read as a note."""
+    path = layout.resolve(rel)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
+    return note_from_text(text, rel)
+
+
+class Catalog:
+    """Every note's owned keys, with the lookups the write path needs. Thread-safe."""
+
+    def __init__(self, layout: VaultLayout) -> None:
+        self.layout = layout
+        self._lock = threading.RLock()
+        self._by_path: dict[str, Entry] = {}
+        self._by_id: dict[str, str] = {}
+        self._by_fp: dict[str, set[str]] = {}
+        self._by_idem: dict[str, str] = {}
+        self._names: dict[str, set[str]] = {}  # directory -> lower-cased file stems
+        self._days: Counter[str] = Counter()
+        self.problems: dict[str, str] = {}
+        self._cache_file = layout.state_dir / "catalog.json"
+
+    # -- building ---------------------------------------------------------------------------
+    def scan(self) -> tuple[int, int]:
+        """Rebuild from the vault; return (notes seen, notes parsed anew)."""
+        cached = self._load_cache()
+        parsed = 0
+        with self._lock:
+            self._clear()
+            for rel, st in self.layout.iter_note_paths():
+                old = cached.get(rel)
+                if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+                    self._add(old)
+                    continue
+                parsed += 1
+                self.refresh(rel)
+            seen = len(self._by_path) + len(self.problems)
+        if parsed or len(cached) != len(self._by_path):
+            self.save_cache()
+        return seen, parsed
+
+    def refresh(self, rel: str) -> Entry | None:
+        """Re-read one path (created, changed or gone) and update the lookups."""
+        with self._lock:
+            self._remove(rel)
+            self.problems.pop(rel, None)
+            full = self.layout.root / rel
+            try:
+                st = full.stat()
+            except OSError:
+                return None
+            try:
+                note = read_note(self.layout, rel)
+            except MalformedNote as exc:
+                self.problems[rel] = str(exc)
+                self._names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
+                return None
+            entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
+            self._add(entry)
+            return entry
+
+    def put(self, note: Note) -> Entry:
+        """Record a note the write path has just written."""
+        st = (self.layout.root / note.path).stat()
+        entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            self._remove(note.path)
+            self.problems.pop(note.path, None)
+            self._add(entry)
+        return entry
+
+    def forget_path(self, rel: str) -> None:
+        with self._lock:
+            self._remove(rel)
+            self.problems.pop(rel, None)
+
+    def _clear(self) -> None:
+        self._by_path.clear()
+        self._by_id.clear()
+        self._by_fp.clear()
+        self._by_idem.clear()
+        self._names.clear()
+        self._days.clear()
+        self.problems.clear()
+
+    def _add(self, entry: Entry) -> None:
+        self._by_path[entry.path] = entry
+        if entry.id:
+            if entry.id in self._by_id and self._by_id[entry.id] != entry.path:
+                self.problems[entry.path] = (
+                    f"{entry.path}: has the same id as {self._by_id[entry.id]}; "
+                    "give one of them a new id or delete the copy"
+                )
+            else:
+                self._by_id[entry.id] = entry.path
+        self._by_fp.setdefault(entry.fingerprint, set()).add(entry.path)
+        for tag in entry.tags:
+            if tag.startswith(IDEM_TAG_PREFIX):
+                self._by_idem.setdefault(tag, entry.path)
+        self._names.setdefault(_dir_of(entry.path), set()).add(entry.slug.lower())
+        day = entry.created_day
+        if day:
+            self._days[day] += 1
+
+    def _remove(self, rel: str) -> None:
+        entry = self._by_path.pop(rel, None)
+        if entry is None:
+            return
+        if entry.id and self._by_id.get(entry.id) == rel:
+            del self._by_id[entry.id]
+        paths = self._by_fp.get(entry.fingerprint)
+        if paths is not None:
+            paths.discard(rel)
+            if not paths:
+                del self._by_fp[entry.fingerprint]
+        for tag in entry.tags:
+            if self._by_idem.get(tag) == rel:
+                del self._by_idem[tag]
+        names = self._names.get(_dir_of(rel))
+        if names is not None:
+            names.discard(entry.slug.lower())
+        day = entry.created_day
+        if day:
+            self._days[day] -= 1
+            if self._days[day] <= 0:
+                del self._days[day]
+
+    # -- questions --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+    def entries(self) -> Iterator[Entry]:
+        with self._lock:
+            yield from list(self._by_path.values())
+
+    def by_path(self, rel: str) -> Entry | None:
+        return self._by_path.get(rel)
+
+    def by_id(self, note_id: str) -> Entry | None:
+        with self._lock:
+            rel = self._by_id.get(note_id.lower())
+            return self._by_path.get(rel) if rel else None
+
+    def ids(self) -> Iterable[str]:
+        return list(self._by_id)
+
+    def by_idempotency_tag(self, tag: str) -> Entry | None:
+        with self._lock:
+            rel = self._by_idem.get(tag)
+            return self._by_path.get(rel) if rel else None
+
+    def with_fingerprint(self, fp: str) -> list[Entry]:
+        with self._lock:
+            return [self._by_path[p] for p in sorted(self._by_fp.get(fp, ()))]
+
+    def name_taken(self, directory: str, slug: str) -> bool:
+        """True when ``directory/slug.md`` exists, compared case-insensitively (macOS, Windows)."""
+        with self._lock:
+            if slug.lower() in self._names.get(directory, ()):
+                return True
+        full = self.layout.root / directory / f"{slug}.md"
+        return full.exists()
+
+    def written_since(self, day: dt.date) -> int:
+        """Notes created on ``day`` or later (a clock that jumps back still counts them)."""
+        key = day.isoformat()
+        with self._lock:
+            return sum(n for d, n in self._days.items() if d >= key)
+
+    # -- the cache --------------------------------------------------------------------------
+    def _load_cache(self) -> dict[str, Entry]:
+        try:
+            data = json.loads(self._cache_file.read_text(encoding="utf-8"))
+            if data.get("version") != CACHE_VERSION:
+                return {}
+            out = {}
+            for row in data["entries"]:
+                row["tags"] = tuple(row["tags"])
+                entry = Entry(**row)
+                out[entry.path] = entry
+            return out
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+
+    def save_cache(self) -> None:
+        with self._lock:
+            rows = [asdict(e) for e in self._by_path.values()]
+        payload = json.dumps({"version": CACHE_VERSION, "entries": rows}, ensure_ascii=False)
+        with contextlib.suppress(OSError):  # the cache is derived: losing it only slows a start
+            atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
+
+
+def _dir_of(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def _stem(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1].removesuffix(".md")

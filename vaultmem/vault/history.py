@@ -1,0 +1,271 @@
+"""Git history of the vault: the audit trail of every change.
+
+The git CLI runs in a subprocess (more robust in a long-lived daemon than library objects). One
+writer thread makes every commit, grouping writes that queue up under load into one commit that
+names each of them. A lock held by a person's git (``index.lock``) gets bounded retries and then a
+clear error; vaultmem never deletes a lock it did not create, and never loses the write: the file is
+already durable on disk and the next attempt (or the next start) commits it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vaultmem.errors import GitError
+
+log = logging.getLogger(__name__)
+
+AUTHOR_NAME = "vaultmem"
+AUTHOR_EMAIL = "vaultmem@localhost"
+_LOCK_MARKERS = ("index.lock", "Unable to create", "another git process")
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_AUTHOR_NAME=AUTHOR_NAME,
+        GIT_AUTHOR_EMAIL=AUTHOR_EMAIL,
+        GIT_COMMITTER_NAME=AUTHOR_NAME,
+        GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
+        GIT_TERMINAL_PROMPT="0",
+        LC_ALL="C",
+    )
+    return env
+
+
+class GitRepo:
+    """The vault's repository, in the vault (``.git``) or in a separate git directory."""
+
+    def __init__(self, work_tree: Path, lock_timeout: float = 5.0) -> None:
+        self.work_tree = work_tree
+        self.lock_timeout = lock_timeout
+        self._env = _git_env()
+
+    @staticmethod
+    def init(work_tree: Path, git_dir: Path | None = None) -> GitRepo:
+        """Create the repository (``git init``, or ``--separate-git-dir`` for a synced vault)."""
+        args = ["git", "init", "-q", "-b", "main"]
+        if git_dir is not None:
+            args += ["--separate-git-dir", str(git_dir)]
+        args.append(str(work_tree))
+        _run(args, cwd=None, env=_git_env())
+        return GitRepo(work_tree)
+
+    def git(self, *args: str, check: bool = True, input_bytes: bytes | None = None) -> str:
+        """Run a git command in the work tree and return its standard output."""
+        base = ["git", "-c", "core.quotepath=off", "-c", "commit.gpgsign=false"]
+        result = subprocess.run(
+            [*base, *args],
+            cwd=self.work_tree,
+            env=self._env,
+            input=input_bytes,
+            capture_output=True,
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise GitError(
+                f"git {' '.join(args[:2])} failed in {self.work_tree}: "
+                f"{result.stderr.decode('utf-8', 'replace').strip()}"
+            )
+        return result.stdout.decode("utf-8", "replace")
+
+    def is_repo(self) -> bool:
+        try:
+            return self.git("rev-parse", "--is-inside-work-tree").strip() == "true"
+        except GitError:
+            return False
+
+    def _with_lock_retries(self, *args: str) -> str:
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.02
+        while True:
+            try:
+                return self.git(*args)
+            except GitError as exc:
+                if not any(m in str(exc) for m in _LOCK_MARKERS):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise GitError(
+                        f"git is locked by another process (index.lock) and stayed locked for "
+                        f"{self.lock_timeout:.0f}s; vaultmem left the lock alone. The change is safe on "
+                        "disk and will be committed on the next attempt: finish or abort the other git "
+                        "command, or remove a stale .git/index.lock yourself if no git is running"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def commit_paths(self, paths: Sequence[str], message: str) -> bool:
+        """Commit exactly ``paths`` (vault-relative) with ``message``; False when nothing changed.
+
+        Only the named paths are committed, so whatever a person has staged stays staged.
+        """
+        unique = sorted(set(paths))
+        if not unique:
+            return False
+        self._with_lock_retries("add", "-A", "--", *unique)
+        changed = self.git("diff", "--cached", "--name-only", "-z", "--", *unique)
+        if not changed.strip("\0"):
+            return False
+        self._with_lock_retries(
+            "commit", "-q", "--no-verify", "--allow-empty-message", "-m", message, "--", *unique
+        )
+        return True
+
+    def pending_changes(self) -> list[str]:
+        """Vault-relative paths git sees as changed or untracked (ignored files excluded)."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        paths: list[str] = []
+        records = out.split("\0")
+        i = 0
+        while i < len(records):
+            record = records[i]
+            i += 1
+            if len(record) < 4:
+                continue
+            status, path = record[:2], record[3:]
+            paths.append(path)
+            if "R" in status or "C" in status:
+                paths.append(records[i])  # the rename's source path follows
+                i += 1
+        return paths
+
+    def commit_all_pending(self, message: str) -> list[str]:
+        """Commit every pending change in the work tree; return the paths committed."""
+        paths = self.pending_changes()
+        if paths and self.commit_paths(paths, message):
+            return paths
+        return []
+
+    def log_for(self, path: str) -> list[dict[str, str]]:
+        """The history of one note, following renames: newest first."""
+        fmt = "%H%x1f%aI%x1f%an%x1f%B%x1e"
+        out = self.git("log", "--follow", f"--format={fmt}", "--", path, check=False)
+        entries = []
+        for record in out.split("\x1e"):
+            record = record.strip("\n")
+            if not record:
+                continue
+            sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
+            entries.append({"commit": sha, "date": date, "author": author, "message": body.strip()})
+        return entries
+
+
+def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
+    try:
+        result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, timeout=120)
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed; install git and retry") from exc
+    if result.returncode != 0:
+        raise GitError(f"{' '.join(args[:3])} failed: {result.stderr.decode('utf-8', 'replace').strip()}")
+    return result.stdout.decode("utf-8", "replace")
+
+
+@dataclass
+class _Job:
+    paths: list[str]
+    message: str
+    done: Future[None] = field(default_factory=Future)
+
+
+class CommitWriter:
+    """The single writer of commits. ``submit`` returns a future that resolves once committed.
+
+    Jobs that queue while a commit runs are grouped into the next commit, whose message names each.
+    A failed commit is retried with backoff (the files are safe on disk meanwhile); waiters get the
+    error of the failed attempt so nobody blocks forever.
+    """
+
+    def __init__(self, repo: GitRepo, *, max_group: int = 256, retry_delay: float = 1.0) -> None:
+        self.repo = repo
+        self.max_group = max_group
+        self.retry_delay = retry_delay
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._retry: list[_Job] = []
+        self.commits = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="vaultmem-git", daemon=True)
+            self._thread.start()
+
+    def submit(self, paths: Sequence[str], message: str) -> Future[None]:
+        job = _Job(list(paths), message)
+        if self._thread is None:  # no writer thread (one-shot CLI): commit inline
+            self._commit([job])
+            return job.done
+        self._queue.put(job)
+        return job.done
+
+    def flush(self, timeout: float = 60.0) -> None:
+        """Wait until everything submitted so far is committed (or has failed)."""
+        marker = self.submit([], "")
+        marker.result(timeout=timeout)
+
+    def close(self, timeout: float = 60.0) -> None:
+        if self._thread is None:
+            return
+        self._queue.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            timeout = self.retry_delay if self._retry else None
+            try:
+                first = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                first = None if not self._retry else _Job([], "")
+                if first is None:
+                    continue
+            if first is None:
+                stop = True
+                batch: list[_Job] = []
+            else:
+                batch = [first]
+            while len(batch) < self.max_group:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stop = True
+                    break
+                batch.append(job)
+            jobs = self._retry + batch
+            self._retry = []
+            if jobs:
+                self._commit(jobs)
+
+    def _commit(self, jobs: list[_Job]) -> None:
+        real = [j for j in jobs if j.paths]
+        try:
+            if real:
+                paths = [p for j in real for p in j.paths]
+                if len(real) == 1:
+                    message = real[0].message
+                else:
+                    lines = "\n".join(f"- {j.message.splitlines()[0]}" for j in real)
+                    message = f"vaultmem: {len(real)} writes\n\n{lines}"
+                if self.repo.commit_paths(paths, message):
+                    self.commits += 1
+        except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
+            log.warning("commit failed, will retry: %s", exc)
+            self._retry.extend(real)
+            for job in jobs:
+                if not job.done.done():
+                    job.done.set_exception(exc)
+            return
+        for job in jobs:
+            if not job.done.done():
+                job.done.set_result(None)

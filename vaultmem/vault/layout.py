@@ -1,0 +1,81 @@
+"""Where things live in a vault, and which paths are never notes."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from vaultmem.errors import InvalidInput
+from vaultmem.vault.atomic import TEMP_PREFIX
+
+STATE_DIRNAME = ".vaultmem"
+#: Directories never walked: git, vaultmem's state, Obsidian's settings, Obsidian's trash.
+IGNORED_DIRS = frozenset({".git", STATE_DIRNAME, ".obsidian", ".trash", ".stfolder", "node_modules"})
+_SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$)")
+#: Files at the vault root that are about the vault, not memories.
+ROOT_NON_NOTES = frozenset({"README.md"})
+
+
+def is_ignored_name(name: str) -> bool:
+    """True for temp, swap and backup files that editors and sync clients leave around."""
+    return name.startswith(TEMP_PREFIX) or bool(_SWAP.search(name))
+
+
+def is_ignored_rel(rel: str) -> bool:
+    """True when a vault-relative posix path is not a note vaultmem should read or index."""
+    parts = PurePosixPath(rel).parts
+    if not parts or not rel.endswith(".md"):
+        return True
+    if any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]):
+        return True
+    if len(parts) == 1 and parts[0] in ROOT_NON_NOTES:
+        return True
+    return is_ignored_name(parts[-1]) or parts[-1].startswith(".")
+
+
+class VaultLayout:
+    """Paths of one vault: its root, its state directory and how vault-relative paths resolve."""
+
+    def __init__(self, root: Path, state_dir: Path | None = None) -> None:
+        self.root = root.expanduser().resolve()
+        self.state_dir = (state_dir or self.root / STATE_DIRNAME).expanduser().resolve()
+
+    def resolve(self, rel: str) -> Path:
+        """The absolute path of a vault-relative path, refusing anything that leaves the vault."""
+        if not rel or "\0" in rel or rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", rel):
+            raise InvalidInput(f"{rel!r} is not a path inside the vault")
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if any(part in ("..", "") for part in pure.parts):
+            raise InvalidInput(f"{rel!r} is not a path inside the vault")
+        target = (self.root / pure).resolve()
+        if target != self.root and self.root not in target.parents:
+            raise InvalidInput(f"{rel!r} resolves outside the vault")
+        return target
+
+    def rel(self, path: Path) -> str:
+        """The vault-relative posix path of an absolute path inside the vault."""
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def iter_note_paths(self) -> Iterator[tuple[str, os.stat_result]]:
+        """Every note file in the vault with its stat, skipping ignored folders and files."""
+        skip_state = self.state_dir
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            base = Path(dirpath)
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in IGNORED_DIRS and not d.startswith(".")
+                and base / d != skip_state
+            )  # fmt: skip
+            for name in sorted(filenames):
+                if not name.endswith(".md") or name.startswith(".") or is_ignored_name(name):
+                    continue
+                full = base / name
+                rel = full.relative_to(self.root).as_posix()
+                if is_ignored_rel(rel):
+                    continue
+                try:
+                    st = full.stat()
+                except OSError:
+                    continue
+                yield rel, st
