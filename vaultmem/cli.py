@@ -1,0 +1,198 @@
+"""The ``vaultmem`` command line: parse, call the service, print. Nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from vaultmem.config import Settings
+from vaultmem.errors import VaultmemError
+from vaultmem.service import VaultService
+from vaultmem.vault.init import init_vault
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _read_content(value: str) -> str:
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+def _print(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(human)
+
+
+def _open(args: argparse.Namespace) -> VaultService:
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    return VaultService(settings, background_commits=False)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    target = Path(args.path or args.vault or Settings.resolve().vault)
+    root, created = init_vault(target, Path(args.git_dir) if args.git_dir else None)
+    print(f"{'created' if created else 'already a vault:'} {root}")
+    return 0
+
+
+def cmd_append(args: argparse.Namespace) -> int:
+    with _open(args) as service:
+        result = service.append(
+            _read_content(args.content),
+            args.kind,
+            project=args.project,
+            title=args.title,
+            tags=args.tag,
+            idempotency_key=args.idempotency_key,
+        )
+    verb = "reinforced" if result["deduplicated"] else "added"
+    _print(args, result, f"{verb} {result['slug']} ({result['id']})")
+    return 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    with _open(args) as service:
+        result = service.capture(
+            _read_content(args.content),
+            kind=args.kind,
+            title=args.title,
+            tags=args.tag,
+            instructions=args.instructions,
+            source_url=args.source_url,
+            source_id=args.source_id,
+            project=args.project,
+            cwd=str(Path.cwd()),
+        )
+    if not result["success"]:
+        _print(args, result, f"error: {result['error']}")
+        return 1
+    verb = (
+        "updated"
+        if result.get("updated")
+        else "appended to"
+        if result.get("appended")
+        else "reinforced"
+        if result["deduplicated"]
+        else "captured"
+    )
+    _print(args, result, f"{verb} {result['slug']} ({result['id']})")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with _open(args) as service:
+        result = service.forget(args.id, reason=args.reason)
+    human = f"{'already deleted' if result['already_deleted'] else 'deleted'}: {result['id']}"
+    _print(args, result, human)
+    return 0
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    with _open(args) as service:
+        note = service.get(args.id)
+        entries = service.history(args.id)
+    if args.json:
+        print(json.dumps({"id": note.id, "path": note.path, "history": entries}, ensure_ascii=False))
+        return 0
+    print(f"{note.path}  ({note.id})")
+    for entry in entries:
+        first, _, rest = entry["message"].partition("\n")
+        print(f"\n{entry['commit'][:10]}  {entry['date']}  {entry['author']}\n    {first}")
+        for line in rest.strip().splitlines():
+            print(f"    {line}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    def location_options(default: Any) -> argparse.ArgumentParser:
+        options = argparse.ArgumentParser(add_help=False)
+        options.add_argument(
+            "--vault",
+            metavar="PATH",
+            default=default,
+            help="the vault folder (default: $VAULTMEM_VAULT, else ./vault)",
+        )
+        options.add_argument(
+            "--state-dir",
+            metavar="DIR",
+            default=default,
+            help="derived state such as the search index (default: <vault>/.vaultmem)",
+        )
+        return options
+
+    # Accepted before or after the command; a value given after the command wins.
+    common = location_options(argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        prog="vaultmem",
+        description="A local memory for AI agents, kept as Markdown notes in a git-tracked vault.",
+        parents=[location_options(None)],
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        p.set_defaults(handler=handler)
+        return p
+
+    p = add("init", cmd_init, "Create a vault (template folders, filing contract, git repository).")
+    p.add_argument("path", nargs="?", help="where to create it (default: --vault)")
+    p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+
+    p = add("append", cmd_append, "Write a reviewed memory (idempotent on --idempotency-key).")
+    p.add_argument("content", help="the memory's Markdown text, or - to read standard input")
+    p.add_argument("--kind", required=True, help="entry kind from the filing contract")
+    p.add_argument("--title", help="title (default: the first 60 characters of the content)")
+    p.add_argument("--project", help="file the memory in this project's space")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument("--idempotency-key", help="a key that makes retries write only once")
+    p.add_argument("--json", action="store_true", help="print the memory_append result as JSON")
+
+    p = add("capture", cmd_capture, "Record an unreviewed candidate (a thought, idea or link).")
+    p.add_argument("content", help="the captured text, or - to read standard input")
+    p.add_argument("--kind", help="capture (default) or idea, or another contract kind")
+    p.add_argument("--title", help="title (default: a capture-<timestamp> name)")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument("--instructions", help="an action to run after the capture is absorbed")
+    p.add_argument("--source-url", help="the link this capture is about")
+    p.add_argument("--source-id", help="registry identity <namespace>:<ref> of the source")
+    p.add_argument("--project", help="the project to stamp (default: from the current folder)")
+    p.add_argument("--json", action="store_true", help="print the memory_capture result as JSON")
+
+    p = add("forget", cmd_forget, "Soft-delete a memory (the file is kept, marked deleted).")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--reason", help="why; stamped as delete_reason")
+    p.add_argument("--json", action="store_true", help="print the memory_forget result as JSON")
+
+    p = add("log", cmd_log, "Show a memory's git history, newest first.")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--json", action="store_true", help="print the history as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
+    try:
+        handler: Handler = args.handler
+        return handler(args)
+    except VaultmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
