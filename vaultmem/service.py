@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vaultmem.config import Settings
@@ -27,8 +27,8 @@ from vaultmem.vault.atomic import sweep_temp_files
 from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.history import CommitWriter, GitRepo
 from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout
-from vaultmem.vault.locks import WriteLock
-from vaultmem.vault.store import NoteStore
+from vaultmem.vault.locks import ProcessLock
+from vaultmem.vault.store import NoteStore, StagedWrite
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], dt.datetime]
@@ -67,17 +67,20 @@ class VaultService:
         self.store = NoteStore(self.layout, durable=settings.durable)
         self.catalog = Catalog(self.layout)
         self.projects = ProjectRegistry(self.layout.root)
-        self.lock = WriteLock(self.layout.state_dir / "write.lock", settings.write_lock_timeout)
+        # Decisions serialise on the thread lock; the process lock keeps other vaultmem processes
+        # out from a decision until its file is in place.
+        self.lock = threading.RLock()
+        self.process_lock = ProcessLock(self.layout.state_dir / "write.lock", settings.write_lock_timeout)
+        self._inflight: dict[str, threading.Event] = {}
         self.commits = CommitWriter(self.repo)
         self.listeners: list[NoteListener] = []
         self._contract: tuple[tuple[str, int, int], Contract] | None = None
-        self._last_commit = threading.local()  # each thread waits for its own commit
         self._open(background_commits)
 
     # -- lifecycle --------------------------------------------------------------------------
     def _open(self, background_commits: bool) -> None:
         self.layout.state_dir.mkdir(parents=True, exist_ok=True)
-        with self.lock:
+        with self.process_lock, self.lock:
             sweep_temp_files(self.layout.root, IGNORED_DIRS)
             recovered = self.repo.commit_all_pending(
                 "vaultmem: record changes found at start\n\n"
@@ -156,21 +159,21 @@ class VaultService:
         clean_title = rules.check_title(title, contract)
         tag_list = rules.check_tags(tags, contract)
         idem = rules.idempotency_tag(idempotency_key) if idempotency_key is not None else None
-        with self.lock:
+        keys = [f"fp:{fingerprint(content)}"] + ([f"idem:{idem}"] if idem else [])
+
+        def decide() -> dict[str, Any] | _Write:
             if idem is not None:
                 existing = self.catalog.by_idempotency_tag(idem)
                 if existing is not None:
                     return {"id": existing.id, "slug": existing.slug, "deduplicated": True}
             twin = self._reinforce_target(content, statuses=("active",))
             if twin is not None:
-                note = self._reinforce(twin, "memory_append", extra_tags=[idem] if idem else [])
-                self._finish(note, wait_commit)
-                return {"id": note.id, "slug": note.slug, "deduplicated": True}
+                return self._plan_reinforce(twin, "memory_append", extra_tags=[idem] if idem else [])
             now = self.clock()
             rules.check_cap(self.catalog.written_since(now.date()), contract, now.date(), "memory_append")
             directory = self.projects.space_for(contract, project) if project else contract.class_dir(kind)
             final_title = clean_title or rules.title_from_content(content)
-            note = self._create(
+            return self._plan_create(
                 directory=directory,
                 slug_base=make_slug(final_title),
                 title=final_title,
@@ -185,8 +188,12 @@ class VaultService:
                 now=now,
                 tool="memory_append",
             )
-            self._finish(note, wait_commit)
-        return {"id": note.id, "slug": note.slug, "deduplicated": False}
+
+        outcome = self._run(keys, decide, wait_commit)
+        if isinstance(outcome, dict):
+            return outcome
+        note, plan = outcome
+        return {"id": note.id, "slug": note.slug, "deduplicated": plan.action == "reinforce"}
 
     # -- memory_capture ---------------------------------------------------------------------
     def capture(
@@ -248,21 +255,23 @@ class VaultService:
         if source_id:
             source["id"] = source_id
         status = "unfiled" if contract.capture_confidence < contract.low_confidence else "active"
+        fp = fingerprint(content)
+        keys = [
+            f"fp:{fp}",
+            "ideas" if kind == "idea" else "",
+            f"title:{clean_title.casefold()}" if clean_title else "",
+        ]
 
-        with self.lock:
+        def decide() -> dict[str, Any] | _Write:
             # 1. The same source already home: update that card in place.
             if (source_id or source_url) and clean_title:
                 home = self._source_home(clean_title, source_id, source_url)
                 if home is not None:
-                    if home.fingerprint == _fp(content):
-                        note = self._reinforce(home, "memory_capture")
-                        self._finish(note, wait_commit)
-                        return _capture_result(note, deduplicated=True)
-                    note = self._update_in_place(home, content, "memory_capture")
-                    self._finish(note, wait_commit)
-                    return _capture_result(note, deduplicated=False, updated=True)
-            # 2. The corpus check: an exact twin that is live reinforces, unless this capture brings
-            #    a source_url or instructions the twin lacks.
+                    if home.fingerprint == fp:
+                        return self._plan_reinforce(home, "memory_capture")
+                    return self._plan_update_in_place(home, content, "memory_capture")
+            # 2. The corpus check: an exact live twin reinforces, unless this capture brings a
+            #    source_url or instructions the twin lacks.
             twin = self._reinforce_target(content, statuses=("active", "unfiled"))
             if twin is not None:
                 twin_note = self.store.read(twin.path)
@@ -270,20 +279,16 @@ class VaultService:
                     instructions and not twin_note.instructions
                 )
                 if not lacks:
-                    note = self._reinforce(twin, "memory_capture")
-                    self._finish(note, wait_commit)
-                    return _capture_result(note, deduplicated=True)
+                    return self._plan_reinforce(twin, "memory_capture")
             # 3. An idea that already has a card: append to the card.
             if kind == "idea":
                 card = self._idea_card(contract, clean_title, content)
                 if card is not None:
-                    note = self._append_to_idea(card, content, source, "memory_capture")
-                    self._finish(note, wait_commit)
-                    return _capture_result(note, deduplicated=False, appended=True)
+                    return self._plan_idea_append(card, content, source, "memory_capture")
             now = self.clock()
             rules.check_cap(self.catalog.written_since(now.date()), contract, now.date(), "memory_capture")
             base = make_slug(clean_title) if clean_title else "capture-" + now.strftime("%Y%m%dt%H%M%Sz")
-            note = self._create(
+            return self._plan_create(
                 directory=contract.class_dir(kind),
                 slug_base=base,
                 title=clean_title or f"Capture {iso(now)}",
@@ -300,8 +305,17 @@ class VaultService:
                 now=now,
                 tool="memory_capture",
             )
-            self._finish(note, wait_commit)
-        return _capture_result(note, deduplicated=False)
+
+        outcome = self._run([k for k in keys if k], decide, wait_commit)
+        if isinstance(outcome, dict):  # pragma: no cover - capture always writes something
+            return outcome
+        note, plan = outcome
+        return _capture_result(
+            note,
+            deduplicated=plan.action == "reinforce",
+            updated=plan.action == "update in place",
+            appended=plan.action == "append to idea card",
+        )
 
     # -- memory_forget ----------------------------------------------------------------------
     def forget(self, note_id: str, reason: str | None = None, *, wait_commit: bool = False) -> dict[str, Any]:
@@ -310,7 +324,8 @@ class VaultService:
         Returns ``{id, status: "deleted", already_deleted}``; an unknown id raises NotFound.
         """
         reason = rules.check_text_arg("reason", reason, rules.MAX_INSTRUCTIONS_CHARS)
-        with self.lock:
+
+        def decide() -> dict[str, Any] | _Write:
             entry = self._entry_for_id(note_id)
             note = self.store.read(entry.path)  # the file, not the catalog, decides
             if note.status == "deleted":
@@ -319,30 +334,85 @@ class VaultService:
             changes: dict[str, Any] = {"status": "deleted", "deleted_at": iso(self.clock())}
             if reason:
                 changes["delete_reason"] = reason
-            updated = self.store.write(note.path, fm.set_fields(note.text, changes))
-            self.catalog.put(updated)
-            self._commit(updated, "memory_forget", "delete")
-            self._finish(updated, wait_commit)
-        return {"id": updated.id, "status": "deleted", "already_deleted": False}
+            return _Write(note.path, fm.set_fields(note.text, changes), False, "memory_forget", "delete")
 
-    # -- the write path's steps -------------------------------------------------------------
+        outcome = self._run([], decide, wait_commit)
+        if isinstance(outcome, dict):
+            return outcome
+        note, _ = outcome
+        return {"id": note.id, "status": "deleted", "already_deleted": False}
+
+    # -- running a write: decide, stage, install ----------------------------------------------
+    def _run(
+        self, keys: list[str], decide: Callable[[], dict[str, Any] | _Write], wait_commit: bool
+    ) -> dict[str, Any] | tuple[Note, _Write]:
+        """Run one write through the pipeline.
+
+        1. Under the thread lock (and the cross-process lock): wait out any in-flight write that
+           shares a key (same idempotency key, same content, same path), then decide and reserve.
+        2. Unlocked: write and fsync the temp file, so concurrent writes overlap their fsyncs.
+        3. Under the thread lock: rename into place and update the catalog; queue the commit.
+        4. Unlocked: fsync the directory, tell the listeners, optionally wait for the commit.
+        """
+        self.process_lock.acquire()
+        try:
+            while True:
+                with self.lock:
+                    busy = next((self._inflight[k] for k in keys if k in self._inflight), None)
+                    if busy is None:
+                        decision = decide()
+                        if isinstance(decision, dict):
+                            return decision
+                        held = [*keys, f"path:{decision.rel}"]
+                        if any(k in self._inflight for k in held[len(keys) :]):
+                            busy = self._inflight[held[-1]]
+                        else:
+                            done = threading.Event()
+                            for k in held:
+                                self._inflight[k] = done
+                            break
+                busy.wait(timeout=self.settings.write_lock_timeout)
+            try:
+                staged = StagedWrite(self.store, decision.rel, decision.text)
+                staged.stage()
+                with self.lock:
+                    note = staged.install(create=decision.create)
+                    self.catalog.put(note)
+                    future = self.commits.submit(
+                        [note.path], commit_message(note, decision.tool, decision.action)
+                    )
+            finally:
+                with self.lock:
+                    for k in held:
+                        self._inflight.pop(k, None)
+                    done.set()
+        finally:
+            self.process_lock.release()
+        staged.sync_directory()
+        for listener in self.listeners:
+            try:
+                listener.note_written(note)
+            except VaultmemError as exc:  # the note is safe on disk; the index catches up later
+                log.warning("index update failed for %s: %s", note.path, exc)
+        if wait_commit:
+            future.result(timeout=120)
+        return note, decision
+
+    # -- planning each kind of write ----------------------------------------------------------
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:
-        for entry in self.catalog.with_fingerprint(_fp(content)):
+        for entry in self.catalog.with_fingerprint(fingerprint(content)):
             if entry.status in statuses and not entry.always_load and entry.id:
                 return entry
         return None
 
-    def _reinforce(self, entry: Entry, tool: str, extra_tags: Sequence[str] = ()) -> Note:
+    def _plan_reinforce(self, entry: Entry, tool: str, extra_tags: Sequence[str] = ()) -> _Write:
         note = self.store.read(entry.path)
         assert note.text is not None
         changes: dict[str, Any] = {"occurrences": note.occurrences + 1, "updated": iso(self.clock())}
         new_tags = [t for t in extra_tags if t and t not in note.tags]
         if new_tags:
             changes["tags"] = [*note.tags, *new_tags]
-        updated = self.store.write(note.path, fm.set_fields(note.text, changes))
-        self.catalog.put(updated)
-        self._commit(updated, tool, "reinforce")
-        return updated
+        return _Write(note.path, fm.set_fields(note.text, changes), False, tool, "reinforce")
 
     def _source_home(self, title: str, source_id: str | None, source_url: str | None) -> Entry | None:
         wanted = title.casefold()
@@ -355,35 +425,31 @@ class VaultService:
                 return entry
         return None
 
-    def _update_in_place(self, entry: Entry, content: str, tool: str) -> Note:
+    def _plan_update_in_place(self, entry: Entry, content: str, tool: str) -> _Write:
         note = self.store.read(entry.path)
         assert note.text is not None
         body = content if content.endswith("\n") else content + "\n"
         text = fm.set_fields(fm.with_body(note.text, body), {"updated": iso(self.clock())})
-        updated = self.store.write(note.path, text)
-        self.catalog.put(updated)
-        self._commit(updated, tool, "update in place")
-        return updated
+        return _Write(note.path, text, False, tool, "update in place")
 
     def _idea_card(self, contract: Contract, title: str | None, content: str) -> Entry | None:
-        ideas_dir = contract.class_dir("idea")
+        ideas_dir = contract.class_dir("idea") + "/"
+        cards = [
+            e for e in self.catalog.entries()
+            if e.path.startswith(ideas_dir) and e.status in ("active", "unfiled")
+        ]  # fmt: skip
         slug = make_slug(title) if title else None
-        for entry in self.catalog.entries():
-            if not entry.path.startswith(ideas_dir + "/") or entry.status not in ("active", "unfiled"):
-                continue
+        for entry in cards:
             if slug and entry.slug == slug:
                 return entry
             if title and rules.word_overlap(title, entry.title) >= contract.idea_overlap:
                 return entry
-        for entry in self.catalog.entries():
-            if not entry.path.startswith(ideas_dir + "/") or entry.status not in ("active", "unfiled"):
-                continue
-            body = self.store.read(entry.path).body
-            if rules.word_overlap(content, body) >= contract.idea_overlap:
+        for entry in cards:
+            if rules.word_overlap(content, self.store.read(entry.path).body) >= contract.idea_overlap:
                 return entry
         return None
 
-    def _append_to_idea(self, entry: Entry, content: str, source: dict[str, Any], tool: str) -> Note:
+    def _plan_idea_append(self, entry: Entry, content: str, source: dict[str, Any], tool: str) -> _Write:
         note = self.store.read(entry.path)
         assert note.text is not None
         nl = note.text.newline
@@ -397,12 +463,9 @@ class VaultService:
             f"{nl}## Added by capture {now.date().isoformat()}{nl}{nl}{added}{nl}{nl}Source: {origin}{nl}"
         )
         text = fm.set_fields(fm.with_body(note.text, body + addition), {"updated": iso(now)})
-        updated = self.store.write(note.path, text)
-        self.catalog.put(updated)
-        self._commit(updated, tool, "append to idea card")
-        return updated
+        return _Write(note.path, text, False, tool, "append to idea card")
 
-    def _create(
+    def _plan_create(
         self,
         *,
         directory: str,
@@ -412,11 +475,11 @@ class VaultService:
         fields: dict[str, Any],
         now: dt.datetime,
         tool: str,
-    ) -> Note:
+    ) -> _Write:
         note_id = uuid7()
         slug = resolve_collision(
             slug_base,
-            lambda s: self.catalog.name_taken(directory, s),
+            lambda s: self.catalog.name_taken(directory, s) or f"path:{directory}/{s}.md" in self._inflight,
             meaningful_words(title, content),
             hash_source=note_id,
         )
@@ -432,26 +495,18 @@ class VaultService:
         }
         if not all_fields.get("tags"):
             all_fields["tags"] = []
-        text = new_note_text(all_fields, content)
-        note = self.store.write(f"{directory}/{slug}.md", text, create=True)
-        self.catalog.put(note)
-        self._commit(note, tool, "add")
-        return note
+        return _Write(f"{directory}/{slug}.md", new_note_text(all_fields, content), True, tool, "add")
 
-    def _commit(self, note: Note, tool: str, action: str) -> None:
-        self._last_commit.future = self.commits.submit([note.path], commit_message(note, tool, action))
 
-    def _finish(self, note: Note, wait_commit: bool) -> None:
-        """Tell the listeners (read your writes); optionally wait for this thread's commit."""
-        for listener in self.listeners:
-            try:
-                listener.note_written(note)
-            except VaultmemError as exc:  # the note is safe on disk; the index catches up later
-                log.warning("index update failed for %s: %s", note.path, exc)
-        if wait_commit:
-            pending: Future[None] | None = getattr(self._last_commit, "future", None)
-            if pending is not None:
-                pending.result(timeout=120)
+@dataclass(frozen=True)
+class _Write:
+    """A decided write: the note's new text, where it goes, and what to call it in git."""
+
+    rel: str
+    text: fm.NoteText
+    create: bool
+    tool: str
+    action: str
 
 
 def commit_message(note: Note, tool: str, action: str) -> str:
@@ -461,10 +516,6 @@ def commit_message(note: Note, tool: str, action: str) -> str:
         f"tool: {tool}\nid: {note.id}\nslug: {note.slug}\npath: {note.path}\n"
         f"kind: {note.kind}\nproject: {note.project or '-'}\nstatus: {note.status}\n"
     )
-
-
-def _fp(content: str) -> str:
-    return fingerprint(content)
 
 
 def _capture_result(

@@ -28,8 +28,11 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically (and durably unless ``durable`` is false)."""
+def write_temp(path: Path, data: bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to a new temp file beside ``path`` (fsynced when ``durable``); return it.
+
+    On failure nothing is left behind and the error propagates.
+    """
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
@@ -47,13 +50,24 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         if path.exists():
             with contextlib.suppress(OSError):
                 tmp.chmod(path.stat().st_mode & 0o777)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return tmp
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically (and durably unless ``durable`` is false)."""
+    tmp = write_temp(path, data, durable=durable)
+    try:
         tmp.replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     if durable:
-        fsync_dir(directory)
+        fsync_dir(path.parent)
 
 
 def sweep_temp_files(root: Path, skip: frozenset[str]) -> list[Path]:

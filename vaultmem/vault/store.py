@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+from pathlib import Path
 
 from vaultmem.errors import VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_text
-from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.atomic import atomic_write, fsync_dir, write_temp
 from vaultmem.vault.catalog import read_note
 from vaultmem.vault.layout import VaultLayout
 
@@ -31,11 +33,57 @@ class NoteStore:
         try:
             atomic_write(path, data, durable=self.durable)
         except OSError as exc:
-            hint = {
-                errno.ENOSPC: "the disk is full; free some space and retry",
-                errno.EACCES: "permission denied; check the vault folder's permissions",
-                errno.EROFS: "the vault is on a read-only file system",
-                errno.EDQUOT: "the disk quota is exceeded; free some space and retry",
-            }.get(exc.errno or 0, "check the disk and retry")
-            raise VaultError(f"could not write {rel}: {exc.strerror or exc}; {hint}") from exc
+            raise _write_error(rel, exc) from exc
         return note_from_text(data.decode("utf-8"), rel)
+
+
+def _write_error(rel: str, exc: OSError) -> VaultError:
+    hint = {
+        errno.ENOSPC: "the disk is full; free some space and retry",
+        errno.EACCES: "permission denied; check the vault folder's permissions",
+        errno.EROFS: "the vault is on a read-only file system",
+        errno.EDQUOT: "the disk quota is exceeded; free some space and retry",
+    }.get(exc.errno or 0, "check the disk and retry")
+    return VaultError(f"could not write {rel}: {exc.strerror or exc}; {hint}")
+
+
+class StagedWrite:
+    """A note's new bytes, durable in a temp file beside its target, waiting to be put in place."""
+
+    def __init__(self, store: NoteStore, rel: str, text: NoteText) -> None:
+        self.store = store
+        self.rel = rel
+        self.path = store.layout.resolve(rel)
+        self.data = text.to_bytes()
+        self.tmp: Path | None = None
+
+    def stage(self) -> None:
+        """Write and fsync the temp file (slow; needs no lock)."""
+        try:
+            self.tmp = write_temp(self.path, self.data, durable=self.store.durable)
+        except OSError as exc:
+            raise _write_error(self.rel, exc) from exc
+
+    def install(self, *, create: bool) -> Note:
+        """Rename the temp file over the target (fast; under the write lock)."""
+        assert self.tmp is not None
+        if create and self.path.exists():
+            self.discard()
+            raise VaultError(f"{self.rel} already exists; vaultmem never overwrites a note it did not read")
+        try:
+            self.tmp.replace(self.path)
+        except OSError as exc:
+            self.discard()
+            raise _write_error(self.rel, exc) from exc
+        self.tmp = None
+        return note_from_text(self.data.decode("utf-8"), self.rel)
+
+    def sync_directory(self) -> None:
+        if self.store.durable:
+            fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                self.tmp.unlink()
+            self.tmp = None

@@ -1,0 +1,33 @@
+"""Helpers shared by the benchmark scripts: machine description and percentiles."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import statistics
+from pathlib import Path
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, {dt.date.today()}"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary_ms(values: list[float]) -> str:
+    return f"p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms, mean {statistics.mean(values):.2f} ms"
