@@ -72,10 +72,8 @@ class GitRepo:
             timeout=120,
         )
         if check and result.returncode != 0:
-            raise GitError(
-                f"git {' '.join(args[:2])} failed in {self.work_tree}: "
-                f"{result.stderr.decode('utf-8', 'replace').strip()}"
-            )
+            detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            raise GitError(f"git {' '.join(args[:2])} failed in {self.work_tree}: {detail}")
         return result.stdout.decode("utf-8", "replace")
 
     def is_repo(self) -> bool:
@@ -112,12 +110,14 @@ class GitRepo:
         if not unique:
             return False
         self._with_lock_retries("add", "-A", "--", *unique)
-        changed = self.git("diff", "--cached", "--name-only", "-z", "--", *unique)
-        if not changed.strip("\0"):
-            return False
-        self._with_lock_retries(
-            "commit", "-q", "--no-verify", "--allow-empty-message", "-m", message, "--", *unique
-        )
+        try:
+            self._with_lock_retries(
+                "commit", "-q", "--no-verify", "--allow-empty-message", "-m", message, "--", *unique
+            )
+        except GitError as exc:
+            if "nothing to commit" in str(exc) or "no changes added" in str(exc):
+                return False
+            raise
         return True
 
     def pending_changes(self) -> list[str]:
