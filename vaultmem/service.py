@@ -104,6 +104,11 @@ class VaultService:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _now(self) -> dt.datetime:
+        """The clock's time in UTC: the daily cap and timestamp slugs count UTC days."""
+        now = self.clock()
+        return now.astimezone(dt.UTC) if now.tzinfo else now.replace(tzinfo=dt.UTC)
+
     # -- contract ---------------------------------------------------------------------------
     def contract(self) -> Contract:
         """The vault's filing contract, re-read when its file changes."""
@@ -169,7 +174,7 @@ class VaultService:
             twin = self._reinforce_target(content, statuses=("active",))
             if twin is not None:
                 return self._plan_reinforce(twin, "memory_append", extra_tags=[idem] if idem else [])
-            now = self.clock()
+            now = self._now()
             rules.check_cap(self.catalog.written_since(now.date()), contract, now.date(), "memory_append")
             directory = self.projects.space_for(contract, project) if project else contract.class_dir(kind)
             final_title = clean_title or rules.title_from_content(content)
@@ -285,7 +290,7 @@ class VaultService:
                 card = self._idea_card(contract, clean_title, content)
                 if card is not None:
                     return self._plan_idea_append(card, content, source, "memory_capture")
-            now = self.clock()
+            now = self._now()
             rules.check_cap(self.catalog.written_since(now.date()), contract, now.date(), "memory_capture")
             base = make_slug(clean_title) if clean_title else "capture-" + now.strftime("%Y%m%dt%H%M%Sz")
             return self._plan_create(
@@ -304,6 +309,8 @@ class VaultService:
                 },
                 now=now,
                 tool="memory_capture",
+                # An untitled capture's title is a timestamp: grow a taken name from the text only.
+                grow_from=(clean_title, content) if clean_title else (content,),
             )
 
         outcome = self._run([k for k in keys if k], decide, wait_commit)
@@ -331,7 +338,7 @@ class VaultService:
             if note.status == "deleted":
                 return {"id": note.id, "status": "deleted", "already_deleted": True}
             assert note.text is not None
-            changes: dict[str, Any] = {"status": "deleted", "deleted_at": iso(self.clock())}
+            changes: dict[str, Any] = {"status": "deleted", "deleted_at": iso(self._now())}
             if reason:
                 changes["delete_reason"] = reason
             return _Write(note.path, fm.set_fields(note.text, changes), False, "memory_forget", "delete")
@@ -408,7 +415,7 @@ class VaultService:
     def _plan_reinforce(self, entry: Entry, tool: str, extra_tags: Sequence[str] = ()) -> _Write:
         note = self.store.read(entry.path)
         assert note.text is not None
-        changes: dict[str, Any] = {"occurrences": note.occurrences + 1, "updated": iso(self.clock())}
+        changes: dict[str, Any] = {"occurrences": note.occurrences + 1, "updated": iso(self._now())}
         new_tags = [t for t in extra_tags if t and t not in note.tags]
         if new_tags:
             changes["tags"] = [*note.tags, *new_tags]
@@ -429,7 +436,7 @@ class VaultService:
         note = self.store.read(entry.path)
         assert note.text is not None
         body = content if content.endswith("\n") else content + "\n"
-        text = fm.set_fields(fm.with_body(note.text, body), {"updated": iso(self.clock())})
+        text = fm.set_fields(fm.with_body(note.text, body), {"updated": iso(self._now())})
         return _Write(note.path, text, False, tool, "update in place")
 
     def _idea_card(self, contract: Contract, title: str | None, content: str) -> Entry | None:
@@ -453,7 +460,7 @@ class VaultService:
         note = self.store.read(entry.path)
         assert note.text is not None
         nl = note.text.newline
-        now = self.clock()
+        now = self._now()
         origin = source.get("url") or source.get("transport", "operator-direct")
         body = note.body
         if body and not body.endswith(("\n", "\r")):
@@ -475,12 +482,13 @@ class VaultService:
         fields: dict[str, Any],
         now: dt.datetime,
         tool: str,
+        grow_from: Sequence[str] | None = None,
     ) -> _Write:
         note_id = uuid7()
         slug = resolve_collision(
             slug_base,
             lambda s: self.catalog.name_taken(directory, s) or f"path:{directory}/{s}.md" in self._inflight,
-            meaningful_words(title, content),
+            meaningful_words(*(grow_from if grow_from is not None else (title, content))),
             hash_source=note_id,
         )
         stamp = iso(now)

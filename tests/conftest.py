@@ -1,0 +1,167 @@
+"""Shared fixtures: a real vault with a real git repository in ``tmp_path``, a service on it, and a
+clock the tests move by hand (for the daily cap)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vaultmem.config import Settings
+from vaultmem.service import VaultService
+from vaultmem.vault.init import init_vault
+
+START = dt.datetime(2026, 3, 14, 9, 30, 0, tzinfo=dt.UTC)
+
+
+class FakeClock:
+    """A clock that stands still until a test moves it."""
+
+    def __init__(self, now: dt.datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> dt.datetime:
+        self.now += dt.timedelta(**delta)
+        return self.now
+
+    def set(self, when: dt.datetime) -> None:
+        self.now = when
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A freshly initialised vault (template copied, git repository made, first commit)."""
+    root, _ = init_vault(tmp_path / "vault")
+    return root
+
+
+OpenService = Callable[..., VaultService]
+
+
+@pytest.fixture
+def open_service(vault: Path, clock: FakeClock) -> Iterator[OpenService]:
+    """Open (another) VaultService on the vault; every one opened is closed at teardown."""
+    opened: list[VaultService] = []
+
+    def _open(
+        root: Path | None = None,
+        *,
+        background_commits: bool = False,
+        durable: bool = False,
+        the_clock: Callable[[], dt.datetime] | None = None,
+        **overrides: Any,
+    ) -> VaultService:
+        settings = Settings.resolve(root or vault, durable=durable, **overrides)
+        service = VaultService(settings, clock=the_clock or clock, background_commits=background_commits)
+        opened.append(service)
+        return service
+
+    yield _open
+    for service in opened:
+        service.close()
+
+
+@pytest.fixture
+def service(open_service: OpenService) -> VaultService:
+    """A service committing inline (deterministic), not fsyncing (fast)."""
+    return open_service()
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def git(root: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args], cwd=root, capture_output=True, text=True, check=True
+    )
+    return result.stdout
+
+
+def git_status(root: Path) -> str:
+    return git(root, "status", "--porcelain", "--untracked-files=all")
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())
+
+
+def note_files(root: Path) -> list[Path]:
+    """Every Markdown note in the vault (not git's or vaultmem's own files, not the README)."""
+    return sorted(
+        p
+        for p in root.rglob("*.md")
+        if ".git" not in p.relative_to(root).parts
+        and ".vaultmem" not in p.relative_to(root).parts
+        and p.relative_to(root).as_posix() != "README.md"
+    )
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """The bytes of every file in the vault's work tree (git and derived state excluded)."""
+    out: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in (".git", ".vaultmem") or not path.is_file():
+            continue
+        out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def file_of(service: VaultService, note_id: str) -> Path:
+    """The file backing a note id."""
+    return service.layout.root / service.get(note_id).path
+
+
+def write_vault_contract(root: Path, edit: Callable[[str], str], *, commit: bool = True) -> Path:
+    """Edit the vault's own filing.yaml (text in, text out), committing the edit by default."""
+    path = root / "filing.yaml"
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    if commit:
+        git(root, "add", "filing.yaml")
+        git(
+            root,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "edit the contract",
+        )
+    return path
+
+
+def set_cap(root: Path, cap: int) -> Path:
+    return write_vault_contract(
+        root, lambda text: text.replace("daily_write_cap: 200", f"daily_write_cap: {cap}")
+    )
+
+
+def hand_write(root: Path, rel: str, data: bytes | str, *, commit: bool = False) -> Path:
+    """Write a file the way a person (or a sync client) would, behind vaultmem's back."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.write_bytes(data)
+    if commit:
+        git(root, "add", "--", rel)
+        git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"add {rel}")
+    return path
