@@ -5,15 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Settings
-from vaultmem.errors import VaultmemError
+from vaultmem.doctor import diagnose
+from vaultmem.errors import VaultError, VaultmemError
+from vaultmem.index.store import NoteIndex
+from vaultmem.runtime import Runtime
+from vaultmem.search import SearchRequest
 from vaultmem.service import VaultService
+from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
+from vaultmem.vault.layout import VaultLayout
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -111,6 +120,120 @@ def cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(label: str) -> Callable[[int, int], None]:
+    """A progress bar on standard error (only when it is a terminal)."""
+    interactive = sys.stderr.isatty()
+
+    def show(done: int, total: int) -> None:
+        if not interactive or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        sys.stderr.write(f"\r{label} [{'#' * filled}{' ' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _runtime(args: argparse.Namespace) -> Runtime:
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    return Runtime(settings, background_commits=False)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _runtime(args) as runtime:
+        runtime.reconcile(_progress("indexing"))
+        result = runtime.search(
+            SearchRequest(
+                query=args.query,
+                scope="project" if args.project else "all",
+                project=args.project,
+                kind=args.kind,
+                limit=args.limit,
+                include_deleted=args.include_deleted,
+            )
+        )
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    if not result["results"]:
+        print("no matches")
+    for hit in result["results"]:
+        status = "" if hit["status"] == "active" else f" [{hit['status']}]"
+        print(f"{hit['score']:.3f}  {hit['slug']}{status}  ({hit['id']})\n       {hit['snippet']}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    if args.full:
+        index_dir = settings.state_dir / "index"
+        if index_dir.exists():
+            shutil.rmtree(index_dir)
+    started = time.perf_counter()
+    with Runtime(settings, background_commits=False) as runtime:
+        report = runtime.reconcile(_progress("indexing"))
+        rows = runtime.index.count()
+    elapsed = time.perf_counter() - started
+    print(
+        f"index: {rows} notes ({len(report.indexed)} indexed, {len(report.removed)} removed, "
+        f"{report.unchanged} unchanged) in {elapsed:.1f}s"
+    )
+    for _path, problem in sorted(report.malformed.items()):
+        print(f"skipped malformed note: {problem}", file=sys.stderr)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    layout = VaultLayout(settings.vault, settings.state_dir)
+    repo = GitRepo(layout.root)
+    if not layout.root.is_dir() or not repo.is_repo():
+        raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
+    catalog = Catalog(layout)
+    catalog.scan()
+    index = None
+    if (settings.state_dir / "index").exists():
+        from vaultmem.runtime import calibration_for, embedder_for
+
+        index = NoteIndex.open(settings.state_dir / "index", embedder_for(settings),
+                               calibration=calibration_for(settings))  # fmt: skip
+    try:
+        report = diagnose(layout, catalog, index, repo)
+    finally:
+        if index is not None:
+            index.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+        return 0 if report.ok else 1
+    print(f"{report.notes} notes, {report.index_rows} indexed")
+    sections = [
+        ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
+        ("sync conflict copies (compare and merge by hand)", report.conflict_copies),
+        (
+            "dangling links",
+            [f"{d['path']}: {d['property']} -> [[{d['target']}]]" for d in report.dangling_links],
+        ),
+        ("not in the index (run `vaultmem reindex`)", report.index_missing),
+        ("stale in the index (run `vaultmem reindex`)", report.index_stale),
+        ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
+        ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
+    ]
+    if report.index_needs_rebuild:
+        print("the index was built with another embedding model: run `vaultmem reindex --full`")
+    if index is None:
+        print("no search index yet: run `vaultmem reindex`")
+    for title, items in sections:
+        if items:
+            print(f"\n{title}:")
+            for item in items:
+                print(f"  {item}")
+    print("\nall consistent" if report.ok else "")
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     def location_options(default: Any) -> argparse.ArgumentParser:
         options = argparse.ArgumentParser(add_help=False)
@@ -171,6 +294,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", help="the memory's id")
     p.add_argument("--reason", help="why; stamped as delete_reason")
     p.add_argument("--json", action="store_true", help="print the memory_forget result as JSON")
+
+    p = add("search", cmd_search, "Search memories by meaning and keywords (or by id).")
+    p.add_argument("query", help="words to search for, or a memory id / id prefix")
+    p.add_argument("--project", help="only this project's memories")
+    p.add_argument("--kind", help="only memories of this kind")
+    p.add_argument("--limit", type=int, default=20, help="at most this many results (default 20)")
+    p.add_argument("--include-deleted", action="store_true", help="also show forgotten memories")
+    p.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
+
+    p = add("reindex", cmd_reindex, "Bring the search index up to date with the vault.")
+    p.add_argument("--full", action="store_true", help="delete the index and rebuild it from the vault")
+
+    p = add("doctor", cmd_doctor, "Check that vault, index and git history agree (reads only).")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add("log", cmd_log, "Show a memory's git history, newest first.")
     p.add_argument("id", help="the memory's id")

@@ -1,14 +1,22 @@
-"""Settings: one typed object, read once when a command or the daemon starts."""
+"""Settings: one typed object, read once when a command or the daemon starts.
+
+Precedence: explicit arguments (the CLI's flags), then environment variables (``VAULTMEM_VAULT``,
+``VAULTMEM_STATE_DIR``), then the vault's own ``vaultmem.yaml`` (tunables a person may want to keep
+with the vault, under git), then the defaults here.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
+from vaultmem.errors import InvalidInput
 from vaultmem.vault.layout import STATE_DIRNAME
 
 DEFAULT_VAULT = "vault"
+CONFIG_FILE = "vaultmem.yaml"
 
 
 @dataclass(frozen=True)
@@ -23,17 +31,55 @@ class Settings:
     write_lock_timeout: float = 30.0
     #: fsync files and directories before a write is acknowledged (turn off only in tests).
     durable: bool = True
+    #: A folder holding your own ``model.onnx`` + ``tokenizer.json``; unset = the packaged MiniLM.
+    model_dir: Path | None = None
+    #: onnxruntime threads for embedding (0 = one per core).
+    embed_threads: int = 0
+    #: Calibration of the vector leg's cosine (see docs/benchmarks.md for how they were measured).
+    unrelated_floor: float | None = None
+    vector_floor: float | None = None
+    #: The default noise gate on the calibrated relevance scale (0 turns it off).
+    min_relevance: float | None = None
+    #: Seconds a hand-edited file must stay quiet before the watcher commits it.
+    commit_quiet_period: float = 2.0
+    #: Seconds between full rescans of the vault by the watcher.
+    rescan_interval: float = 300.0
 
     @staticmethod
     def resolve(
         vault: str | os.PathLike[str] | None = None,
         state_dir: str | os.PathLike[str] | None = None,
-        **overrides: object,
+        **overrides: Any,
     ) -> Settings:
-        """Settings from explicit values, then ``$VAULTMEM_VAULT`` / ``$VAULTMEM_STATE_DIR``,
+        """Settings from explicit values, then the environment, then ``<vault>/vaultmem.yaml``,
         then the defaults (``./vault`` and ``<vault>/.vaultmem``)."""
         vault_path = Path(vault or os.environ.get("VAULTMEM_VAULT") or DEFAULT_VAULT).expanduser()
         vault_path = vault_path.resolve()
         state = state_dir or os.environ.get("VAULTMEM_STATE_DIR")
         state_path = Path(state).expanduser().resolve() if state else vault_path / STATE_DIRNAME
-        return Settings(vault=vault_path, state_dir=state_path, **overrides)  # type: ignore[arg-type]
+        settings = Settings(vault=vault_path, state_dir=state_path)
+        settings = replace(settings, **_file_overrides(vault_path / CONFIG_FILE))
+        return replace(settings, **overrides)
+
+
+_TUNABLE = {f.name for f in fields(Settings)} - {"vault", "state_dir"}
+
+
+def _file_overrides(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
+
+    try:
+        data = load_yaml_mapping(path.read_text(encoding="utf-8-sig"), source=str(path))
+    except (OSError, UnicodeDecodeError, MalformedNote) as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}; fix or remove the file") from exc
+    unknown = sorted(set(data) - _TUNABLE)
+    if unknown:
+        raise InvalidInput(
+            f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_TUNABLE))}"
+        )
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out[key] = Path(value).expanduser() if key == "model_dir" and value else value
+    return out

@@ -91,6 +91,12 @@ class Note:
         return fingerprint(self.body)
 
     @property
+    def content_hash(self) -> str:
+        """sha256 of the note file's exact bytes (empty text when the note was not read from a file)."""
+        data = self.text.to_bytes() if self.text is not None else b""
+        return hashlib.sha256(data).hexdigest()
+
+    @property
     def is_live(self) -> bool:
         return self.status in LIVE_STATUSES
 

@@ -24,7 +24,7 @@ from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 IDEM_TAG_PREFIX = "idem-"
 
 
@@ -42,6 +42,8 @@ class Entry:
     created: str | None
     updated: str | None
     fingerprint: str
+    #: sha256 of the file's bytes: how the watcher recognises a file it has already seen.
+    content_hash: str
     source_id: str | None
     source_url: str | None
     always_load: bool
@@ -72,6 +74,7 @@ class Entry:
             created=note.created,
             updated=note.updated,
             fingerprint=note.fingerprint,
+            content_hash=note.content_hash,
             source_id=str(src_id) if src_id is not None else None,
             source_url=str(src_url) if src_url is not None else None,
             always_load=note.always_load,

@@ -1,0 +1,85 @@
+"""``vaultmem doctor``: is the vault, its index and its git history consistent? Reads only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vaultmem.index.store import NoteIndex
+from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.history import GitRepo
+from vaultmem.vault.layout import VaultLayout
+
+#: Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and others: ``name (1).md``;
+#: Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``.
+CONFLICT_COPY = re.compile(
+    r"(\((?:[^()]*'s )?conflicted copy[^()]*\)|\s\(\d+\)$|\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]+$)",
+    re.IGNORECASE,
+)
+_WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+
+
+def is_conflict_copy(rel: str) -> bool:
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    return bool(CONFLICT_COPY.search(stem))
+
+
+@dataclass
+class DoctorReport:
+    notes: int = 0
+    malformed: dict[str, str] = field(default_factory=dict)
+    conflict_copies: list[str] = field(default_factory=list)
+    dangling_links: list[dict[str, str]] = field(default_factory=list)
+    index_rows: int = 0
+    index_missing: list[str] = field(default_factory=list)
+    index_stale: list[str] = field(default_factory=list)
+    index_extra: list[str] = field(default_factory=list)
+    index_needs_rebuild: bool = False
+    uncommitted: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.malformed or self.conflict_copies or self.dangling_links or self.index_missing
+            or self.index_stale or self.index_extra or self.index_needs_rebuild or self.uncommitted
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, **asdict(self)}
+
+
+def _frontmatter_links(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return _WIKILINK.findall(value)
+    if isinstance(value, list):
+        return [t for v in value for t in _frontmatter_links(v)]
+    return []
+
+
+def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, repo: GitRepo) -> DoctorReport:
+    report = DoctorReport()
+    entries = list(catalog.entries())
+    report.notes = len(entries)
+    report.malformed = dict(catalog.problems)
+    report.conflict_copies = sorted(e.path for e in entries if is_conflict_copy(e.path))
+    report.conflict_copies += sorted(p for p in catalog.problems if is_conflict_copy(p))
+    stems = {e.slug.lower() for e in entries} | {e.path.removesuffix(".md").lower() for e in entries}
+    for entry in entries:
+        note = read_note(layout, entry.path)
+        meta = note.text.meta if note.text is not None else {}
+        for key, value in meta.items():
+            for target in _frontmatter_links(value):
+                name = target.strip().removesuffix(".md").lower()
+                if name not in stems:
+                    report.dangling_links.append({"path": entry.path, "property": key, "target": target})
+    if index is not None:
+        hashes = index.path_hashes()
+        report.index_rows = len(hashes)
+        report.index_needs_rebuild = index.needs_rebuild()
+        wanted = {e.path: e.content_hash for e in entries}
+        report.index_missing = sorted(p for p in wanted if p not in hashes)
+        report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
+        report.index_extra = sorted(p for p in hashes if p not in wanted)
+    report.uncommitted = sorted(set(repo.pending_changes()))
+    return report

@@ -1,0 +1,120 @@
+"""Putting the layers together: the vault service, the search index and the watcher.
+
+The CLI's one-shot commands open only what they need; the daemon opens everything, reconciles the
+index with the vault once (catching what changed while it was down), then watches.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from vaultmem.config import Settings
+from vaultmem.index.embedder import Embedder, OnnxEmbedder
+from vaultmem.index.fusion import RelevanceCalibration
+from vaultmem.index.store import NoteIndex
+from vaultmem.search import SearchRequest, memory_search
+from vaultmem.service import VaultService
+from vaultmem.sync.indexer import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.watcher import VaultWatcher
+from vaultmem.vault.history import CommitWriter
+
+log = logging.getLogger(__name__)
+
+
+def calibration_for(settings: Settings) -> RelevanceCalibration:
+    base = RelevanceCalibration()
+    overrides = {
+        k: v
+        for k, v in (
+            ("unrelated_floor", settings.unrelated_floor),
+            ("vector_floor", settings.vector_floor),
+            ("min_relevance", settings.min_relevance),
+        )
+        if v is not None
+    }
+    return replace(base, **overrides)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    return OnnxEmbedder(settings.model_dir, threads=settings.embed_threads)
+
+
+class Runtime:
+    """A vault opened with its index: the service plus search, reconcile and (optionally) watching."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        background_commits: bool = True,
+        **service_options: Any,
+    ) -> None:
+        self.settings = settings
+        self.service = VaultService(settings, background_commits=background_commits, **service_options)
+        self.index = NoteIndex.open(
+            settings.state_dir / "index",
+            embedder or embedder_for(settings),
+            calibration=calibration_for(settings),
+        )
+        self.service.listeners.append(IndexListener(self.index))
+        self.watcher: VaultWatcher | None = None
+
+    # -- keeping the index in step ------------------------------------------------------------
+    def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
+        """Make the index equal the vault (the catalog is rescanned first unless told not to)."""
+        with self.service.lock:
+            if rescan_vault:
+                self.service.catalog.scan()
+            if self.index.needs_rebuild():
+                self.index.rebuild()
+            return reconcile(self.service.layout, self.service.catalog, self.index, progress=progress)
+
+    def sync_path(self, rel: str) -> str:
+        with self.service.lock:
+            return sync_path(self.service.layout, self.service.catalog, self.index, rel)
+
+    def _rescan(self) -> list[str]:
+        report = self.reconcile()
+        return [*report.indexed, *report.removed]
+
+    def _commit_hand_edits(self, paths: list[str]) -> None:
+        lines = "\n".join(f"- {p}" for p in paths[:50])
+        more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
+        title = f"hand edit: {paths[0]}" if len(paths) == 1 else f"hand edits: {len(paths)} files"
+        commits: CommitWriter = self.service.commits
+        commits.submit(paths, f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n")
+
+    def start_watching(self) -> VaultWatcher:
+        watcher = VaultWatcher(
+            self.settings.vault,
+            self.settings.state_dir,
+            sync_path=self.sync_path,
+            rescan=self._rescan,
+            commit=self._commit_hand_edits,
+            quiet_period=self.settings.commit_quiet_period,
+            rescan_interval=self.settings.rescan_interval,
+        )
+        watcher.start()
+        self.watcher = watcher
+        return watcher
+
+    # -- reads ----------------------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> dict[str, Any]:
+        return memory_search(self.index, request)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        self.service.close()
+        self.index.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

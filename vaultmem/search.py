@@ -1,0 +1,123 @@
+"""``memory_search``: id lookup first, then the hybrid search, shaped as the tool returns it.
+
+Scopes (the ``scope`` argument):
+
+- ``all`` (default): every project and notes with no project.
+- ``project``: only the notes of ``project`` (which is then required).
+- ``global``: only notes with no project (conventions, preferences, personal notes).
+
+``project`` given with scope ``all`` restricts to that project too: naming a project always scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.errors import InvalidInput
+from vaultmem.index.records import DEFAULT_STATUSES, NoteRecord, SearchFilters
+from vaultmem.index.store import NoteIndex
+from vaultmem.notes.ids import canonical_id, compact_hex, is_full_id, is_id_prefix
+from vaultmem.vault.catalog import IDEM_TAG_PREFIX
+
+SCOPES = ("all", "project", "global")
+SNIPPET_CHARS = 200
+MAX_LIMIT = 100
+ID_PREFIX_HARD_CAP = 100
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    scope: str = "all"
+    project: str | None = None
+    kind: str | None = None
+    limit: int = 20
+    include_deleted: bool = False
+
+    def validated(self) -> SearchRequest:
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise InvalidInput("query is empty; pass the words or the id to search for")
+        if self.scope not in SCOPES:
+            raise InvalidInput(f"scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+        if self.scope == "project" and not self.project:
+            raise InvalidInput("scope 'project' needs a project name in `project`")
+        if (
+            isinstance(self.limit, bool)
+            or not isinstance(self.limit, int)
+            or not 1 <= self.limit <= MAX_LIMIT
+        ):
+            raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        return self
+
+
+def snippet(body: str) -> str:
+    """The first 200 characters of the body, whitespace collapsed."""
+    return " ".join(body.split())[:SNIPPET_CHARS]
+
+
+def visible_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as shown to a caller: the hashed idempotency tags are internal."""
+    return [t for t in tags if not t.startswith(IDEM_TAG_PREFIX)]
+
+
+def shape(record: NoteRecord, score: float) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "slug": record.slug,
+        "score": round(float(score), 4),
+        "status": record.status,
+        "kind": record.kind,
+        "tags": visible_tags(record.tags),
+        "snippet": snippet(record.text),
+    }
+
+
+def filters_for(req: SearchRequest) -> SearchFilters:
+    statuses = None if req.include_deleted else DEFAULT_STATUSES
+    return SearchFilters(
+        statuses=statuses,
+        project=req.project if req.scope != "global" else None,
+        kind=req.kind,
+        include_deleted=req.include_deleted,
+    )
+
+
+def _in_scope(record: NoteRecord, req: SearchRequest, filters: SearchFilters) -> bool:
+    if filters.statuses is not None and record.status not in filters.statuses:
+        return False
+    if req.scope == "global" and record.project:
+        return False
+    if filters.project is not None and record.project != filters.project:
+        return False
+    return filters.kind is None or record.kind == filters.kind
+
+
+def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:
+    """Answer ``memory_search``: ``{results, total, cursor: null}``.
+
+    A full UUID returns that note whatever its status or project (an explicit reference); a hex
+    prefix of at least 13 digits is a timestamp window that honours the scope; an id-shaped query
+    that addresses nothing falls back to the ordinary search for the same text.
+    """
+    req = req.validated()
+    filters = filters_for(req)
+    query = req.query.strip()
+    if is_full_id(query):
+        record = index.get(canonical_id(query))
+        if record is not None:
+            return {"results": [shape(record, 1.0)], "total": 1, "cursor": None}
+    elif is_id_prefix(query):
+        ids = index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)
+        records = index.get_many(ids)
+        matched = [records[i] for i in sorted(records) if _in_scope(records[i], req, filters)]
+        if matched:
+            shaped = [shape(r, 1.0) for r in matched[: req.limit]]
+            return {"results": shaped, "total": len(matched), "cursor": None}
+    result = index.searcher.search(query, filters, req.limit * 3 if req.scope == "global" else req.limit)
+    hits = [h for h in result.hits if req.scope != "global" or not h.record.project]
+    # total: the matches found (after the relevance gate), which may exceed what `limit` returns.
+    total = max(len(hits), result.total - result.filtered_out) if req.scope != "global" else len(hits)
+    shaped = [shape(h.record, h.score) for h in hits[: req.limit]]
+    return {"results": shaped, "total": total, "cursor": None}

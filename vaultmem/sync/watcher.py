@@ -1,0 +1,202 @@
+"""The file watcher: hand edits become searchable within a second and are committed to git.
+
+Events from watchdog are keyed on the path they leave behind (a move's destination, since editors
+save atomically by renaming a temp file over the note), debounced per path, then each path is
+re-read and hashed: the daemon's own writes are recognised by hash and skipped. After a short
+quiet period the changed paths are committed as hand edits. A periodic rescan, and a rescan when
+the kernel's event queue overflows, catch anything the events missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from vaultmem.errors import VaultmemError
+from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_WATCHDOG_LOGGERS = ("watchdog.observers.inotify", "watchdog.observers.inotify_c")
+
+
+class _OverflowSpy(logging.Handler):
+    """watchdog logs a queue overflow but tells no callback: turn that log line into a rescan."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.on_overflow()
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: VaultWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory:
+            if event.event_type in ("moved", "deleted"):
+                self.watcher.request_rescan()  # a folder rename or delete moves many notes at once
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if raw:
+                self.watcher.touch(raw if isinstance(raw, str) else raw.decode())
+
+
+class VaultWatcher:
+    """Watches the vault and hands debounced paths to ``sync_path``.
+
+    ``sync_path(rel)`` updates the catalog and index for one path and returns what happened;
+    ``rescan()`` reconciles the whole vault and returns the paths it changed; ``commit(paths)``
+    records hand edits in git.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        state_dir: Path,
+        *,
+        sync_path: Callable[[str], str],
+        rescan: Callable[[], list[str]],
+        commit: Callable[[list[str]], None],
+        debounce: float = 0.15,
+        quiet_period: float = 2.0,
+        rescan_interval: float = 300.0,
+    ) -> None:
+        self.root = root.resolve()
+        self.state_dir = state_dir.resolve()
+        self._sync_path = sync_path
+        self._rescan = rescan
+        self._commit = commit
+        self.debounce = debounce
+        self.quiet_period = quiet_period
+        self.rescan_interval = rescan_interval
+        self._due: dict[str, float] = {}
+        self._dirty: set[str] = set()
+        self._last_change = 0.0
+        self._rescan_requested = False
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._thread: threading.Thread | None = None
+        self._spy = _OverflowSpy(self.request_rescan)
+        self.processed = 0
+
+    # -- events -------------------------------------------------------------------------------
+    def relative(self, raw: str) -> str | None:
+        """The vault-relative path of an event's path, or None when it is not a note to watch."""
+        path = Path(raw)
+        try:
+            rel = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if path == self.state_dir or self.state_dir in path.parents:
+            return None
+        if rel.split("/", 1)[0] in IGNORED_DIRS or is_ignored_rel(rel):
+            return None
+        return rel
+
+    def touch(self, raw: str) -> None:
+        rel = self.relative(raw)
+        if rel is None:
+            return
+        with self._cond:
+            self._due[rel] = time.monotonic() + self.debounce
+            self._cond.notify()
+
+    def request_rescan(self) -> None:
+        with self._cond:
+            self._rescan_requested = True
+            self._cond.notify()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        for name in _WATCHDOG_LOGGERS:
+            logging.getLogger(name).addHandler(self._spy)
+        observer = Observer()
+        observer.schedule(_Handler(self), str(self.root), recursive=True)
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        self._thread = threading.Thread(target=self._loop, name="vaultmem-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching; process what is due and commit what is dirty before returning."""
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=10)
+            self._observer = None
+        self._stop.set()
+        with self._cond:
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        for name in _WATCHDOG_LOGGERS:
+            logging.getLogger(name).removeHandler(self._spy)
+
+    # -- the worker ---------------------------------------------------------------------------
+    def _loop(self) -> None:
+        next_rescan = time.monotonic() + self.rescan_interval
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                waits = [next_rescan - now]
+                if self._due:
+                    waits.append(min(self._due.values()) - now)
+                if self._dirty:
+                    waits.append(self._last_change + self.quiet_period - now)
+                timeout = max(0.0, min(waits))
+                if not self._stop.is_set() and not self._rescan_requested:
+                    self._cond.wait(timeout)
+                now = time.monotonic()
+                stopping = self._stop.is_set()
+                ready = sorted(p for p, t in self._due.items() if t <= now or stopping)
+                for p in ready:
+                    del self._due[p]
+                rescan = self._rescan_requested or now >= next_rescan
+                self._rescan_requested = False
+            changed: list[str] = []
+            if rescan:
+                next_rescan = now + self.rescan_interval
+                changed.extend(_safe(self._rescan, []))
+            for rel in ready:
+                outcome = _safe(partial(self._sync_path, rel), "error")
+                self.processed += 1
+                if outcome in ("indexed", "removed"):
+                    changed.append(rel)
+            if changed:
+                with self._cond:
+                    self._dirty.update(changed)
+                    self._last_change = time.monotonic()
+            with self._cond:
+                quiet = time.monotonic() - self._last_change >= self.quiet_period
+                to_commit = sorted(self._dirty) if self._dirty and (quiet or stopping) else []
+                if to_commit:
+                    self._dirty.clear()
+            if to_commit:
+                _safe(partial(self._commit, to_commit), None)
+            if stopping and not self._due:
+                return
+
+
+def _safe(fn: Callable[[], T], fallback: T) -> T:
+    try:
+        return fn()
+    except VaultmemError as exc:
+        log.warning("watcher: %s", exc)
+    except Exception:  # the watcher must never die silently: log and keep serving
+        log.exception("watcher: unexpected error")
+    return fallback
