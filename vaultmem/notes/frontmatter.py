@@ -181,17 +181,40 @@ _DELETE = object()
 DELETE: Any = _DELETE
 
 
+def _trailing_comments(lines: list[str]) -> list[str]:
+    """The comment and blank lines at the end of an entry, which belong to no value.
+
+    Only column-0 comments count: an indented ``#`` line may be text inside a block scalar.
+    """
+    end = len(lines)
+    while end > 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return lines[end:]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b) or repr(a) == repr(b)  # repr: a NaN equals itself
+
+
 def set_fields(note: NoteText, changes: dict[str, Any]) -> NoteText:
-    """A copy of ``note`` with owned keys set (or removed with :data:`DELETE`); all else untouched."""
+    """A copy of ``note`` with owned keys set (or removed with :data:`DELETE`); all else untouched.
+
+    Comment and blank lines after an edited entry are kept. Raise :class:`MalformedNote` when the
+    block is not one ``key: value`` entry per line (a flow mapping, say), so that editing a key in
+    place would change what the other lines mean.
+    """
     entries = [Entry(e.key, list(e.lines)) for e in note.entries]
     nl = note.newline
     for key, value in changes.items():
         positions = [i for i, e in enumerate(entries) if e.key == key]
+        kept = [line for i in positions for line in _trailing_comments(entries[i].lines)]
         if value is _DELETE:
             for i in reversed(positions):
                 del entries[i]
+            if kept:
+                entries.insert(positions[0], Entry(None, kept))
             continue
-        rendered = Entry(key, render_entry(key, value, nl))
+        rendered = Entry(key, render_entry(key, value, nl) + kept)
         if positions:
             entries[positions[0]] = rendered
             for i in reversed(positions[1:]):
@@ -208,7 +231,26 @@ def set_fields(note: NoteText, changes: dict[str, Any]) -> NoteText:
             meta[key] = value
     open_fence = note.open_fence or f"---{nl}"
     close_fence = note.close_fence or f"---{nl}"
-    return NoteText(note.bom, nl, True, open_fence, entries, close_fence, note.body, meta)
+    edited = NoteText(note.bom, nl, True, open_fence, entries, close_fence, note.body, meta)
+    _check_edit(edited)
+    return edited
+
+
+def _check_edit(edited: NoteText) -> None:
+    """Read the edited block back: it must mean exactly ``edited.meta``, key for key."""
+    block = "".join(line for e in edited.entries for line in e.lines)
+    try:
+        reread = load_yaml_mapping(block.replace("\r\n", "\n").replace("\r", "\n"), source="note")
+    except MalformedNote as exc:
+        raise MalformedNote(
+            f"vaultmem cannot edit this frontmatter in place without changing lines it does not own "
+            f"({exc}); write it as one `key: value` entry per line"
+        ) from exc
+    if reread.keys() != edited.meta.keys() or not all(_same(reread[k], edited.meta[k]) for k in reread):
+        raise MalformedNote(
+            "vaultmem cannot edit this frontmatter in place without changing lines it does not own; "
+            "write it as one `key: value` entry per line"
+        )
 
 
 def with_body(note: NoteText, body: str) -> NoteText:
