@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenService, head, note_files, snapshot, write_vault_contract
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vaultmem.errors import InvalidInput
 from vaultmem.service import VaultService
@@ -131,3 +133,24 @@ def test_bad_input_leaves_the_service_working(service: VaultService, vault: Path
             service.append(bad, "reference")
     assert service.append("fine", "reference")["deduplicated"] is False
     assert len(note_files(vault)) == 1
+
+
+TITLES = st.text(max_size=80) | st.lists(
+    st.sampled_from(["..", "/", "\\", "C:", "\x00", "CON", "é", "a", " ", ".", "~dup"]), max_size=10
+).map("".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(title=TITLES, project=TITLES, tag=TITLES)
+def test_no_title_project_or_tag_ever_places_a_file_outside_its_space(
+    service: VaultService, vault: Path, title: str, project: str, tag: str
+) -> None:
+    try:
+        result = service.append(f"content {title!r} {project!r} {tag!r}", "fix", project=project,
+                                title=title, tags=[tag])  # fmt: skip
+    except InvalidInput:
+        return
+    path = (vault / service.get(result["id"]).path).resolve()
+    assert path.is_file()
+    space = path.parent.relative_to(vault.resolve()).as_posix()
+    assert space == "memory/episodic" or (space.startswith("desk/projects/") and space.count("/") == 2)
