@@ -93,10 +93,16 @@ class VaultService:
             self.commits.start()
 
     def close(self) -> None:
-        """Commit everything pending and save derived state."""
-        self.commits.flush()
-        self.commits.close()
-        self.catalog.save_cache()
+        """Commit everything pending and save derived state.
+
+        A commit that still fails (git locked) raises GitError after the writer has stopped; the
+        files are safe on disk and the next start commits them.
+        """
+        try:
+            self.commits.flush()
+        finally:
+            self.commits.close()
+            self.catalog.save_cache()
 
     def __enter__(self) -> VaultService:
         return self

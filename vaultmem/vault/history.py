@@ -201,7 +201,9 @@ class CommitWriter:
     def submit(self, paths: Sequence[str], message: str) -> Future[None]:
         job = _Job(list(paths), message)
         if self._thread is None:  # no writer thread (one-shot CLI): commit inline
-            self._commit([job])
+            # Writes whose commit failed earlier (a held index.lock) ride along with this one.
+            retry, self._retry = self._retry, []
+            self._commit([*retry, job])
             return job.done
         self._queue.put(job)
         return job.done

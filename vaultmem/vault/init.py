@@ -37,6 +37,7 @@ def init_vault(root: Path, git_dir: Path | None = None) -> tuple[Path, bool]:
             git_dir = git_dir.expanduser().resolve()
             if git_dir == root or root in git_dir.parents:
                 raise VaultError(f"--git-dir {git_dir} must be outside the vault {root}")
+            git_dir.parent.mkdir(parents=True, exist_ok=True)
         GitRepo.init(root, git_dir)
         created = True
     repo.commit_all_pending("vaultmem: create the vault")
