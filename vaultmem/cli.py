@@ -49,6 +49,50 @@ def cmd_init(args: argparse.Namespace) -> int:
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = init_vault(target, Path(args.git_dir) if args.git_dir else None)
     print(f"{'created' if created else 'already a vault:'} {root}")
+    from vaultmem.server.token import ensure_token, token_path
+
+    path = token_path(root)
+    _, new = ensure_token(path)
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultmem.server.daemon import Daemon
+    from vaultmem.server.hosts import banner
+
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    if args.init and not (settings.vault / ".git").exists():
+        root, _ = init_vault(settings.vault)
+        print(f"created a vault at {root}", file=sys.stderr)
+    daemon = Daemon(settings, host=args.host, port=args.port)
+    daemon.open(_progress("indexing"))
+    print(banner(daemon.url, daemon.token(), settings.vault, daemon.token_file), flush=True)
+    daemon.serve_forever()
+    print("vaultmem stopped; every write is committed", file=sys.stderr)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from vaultmem.server.daemon import run_stdio
+
+    run_stdio(Settings.resolve(args.vault, getattr(args, "state_dir", None)))
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from vaultmem.server.token import ensure_token, rotate_token, token_path
+
+    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    path = token_path(settings.vault)
+    if args.rotate:
+        token = rotate_token(path)
+        print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
+    else:
+        token, new = ensure_token(path)
+        if new:
+            print(f"no token yet: generated one in {path}", file=sys.stderr)
+    print(token)
     return 0
 
 
@@ -269,6 +313,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("init", cmd_init, "Create a vault (template folders, filing contract, git repository).")
     p.add_argument("path", nargs="?", help="where to create it (default: --vault)")
     p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+
+    p = add(
+        "serve", cmd_serve, "Run the daemon: MCP over HTTP on 127.0.0.1, the watcher and the commit queue."
+    )
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7821, help="port to listen on (default 7821)")
+    p.add_argument("--init", action="store_true", help="create the vault from the template when missing")
+
+    add("mcp", cmd_mcp, "Serve the memory tools over stdio, for MCP hosts that start a process.")
+
+    p = add("token", cmd_token, "Print the daemon's bearer token (generating one if there is none).")
+    p.add_argument("--rotate", action="store_true", help="replace the token with a new one")
 
     p = add("append", cmd_append, "Write a reviewed memory (idempotent on --idempotency-key).")
     p.add_argument("content", help="the memory's Markdown text, or - to read standard input")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,10 @@ class VaultService:
         self.commits = CommitWriter(self.repo)
         self.listeners: list[NoteListener] = []
         self._contract: tuple[tuple[str, int, int], Contract] | None = None
+        # Bumped under the process lock by every write of every vaultmem process on this vault: a
+        # value other than the last one seen means another process wrote, so rescan the catalog.
+        self._generation_file = self.layout.state_dir / "write.generation"
+        self._generation = ""
         self._open(background_commits)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -89,6 +94,7 @@ class VaultService:
             if recovered:
                 log.info("committed %d change(s) found at start", len(recovered))
             self.catalog.scan()
+            self._generation = self._read_generation()
         if background_commits:
             self.commits.start()
 
@@ -369,6 +375,7 @@ class VaultService:
         """
         self.process_lock.acquire()
         try:
+            self._catch_up()
             while True:
                 with self.lock:
                     busy = next((self._inflight[k] for k in keys if k in self._inflight), None)
@@ -391,6 +398,7 @@ class VaultService:
                 with self.lock:
                     note = staged.install(create=decision.create)
                     self.catalog.put(note)
+                    self._bump_generation()
                     future = self.commits.submit(
                         [note.path], commit_message(note, decision.tool, decision.action)
                     )
@@ -410,6 +418,29 @@ class VaultService:
         if wait_commit:
             future.result(timeout=120)
         return note, decision
+
+    # -- other vaultmem processes on this vault -------------------------------------------------
+    def _read_generation(self) -> str:
+        try:
+            return self._generation_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+
+    def _catch_up(self) -> None:
+        """Rescan the catalog if another process wrote since this one last looked (process lock held)."""
+        with self.lock:
+            seen = self._read_generation()
+            if seen != self._generation:
+                self.catalog.scan()  # mtime-cached: only the files that changed are parsed
+                self._generation = seen
+
+    def _bump_generation(self) -> None:
+        """Tell the other processes this one wrote (process lock and thread lock held)."""
+        value = f"{os.getpid()}-{uuid7()}"
+        tmp = self._generation_file.with_name(self._generation_file.name + ".tmp")
+        tmp.write_text(value, encoding="utf-8")
+        os.replace(tmp, self._generation_file)
+        self._generation = value
 
     # -- planning each kind of write ----------------------------------------------------------
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:

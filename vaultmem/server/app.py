@@ -1,0 +1,165 @@
+"""The HTTP face of the daemon: streamable-HTTP MCP at ``/mcp`` and an unauthenticated ``/health``.
+
+Every request passes three guards, outermost first:
+
+1. **Host and Origin** (DNS-rebinding defence): the Host header must name the bound address and
+   port (``127.0.0.1:7821`` or ``localhost:7821``); an Origin header, when present, must be that
+   same origin. Anything else is refused with 403, including a page served from another port of
+   localhost.
+2. **Bearer token** on everything but ``/health``: ``Authorization: Bearer <token>``, compared in
+   constant time; 401 otherwise. A token in the query string is never looked at, and the header is
+   never logged.
+3. **Body cap**: a request body over the cap is refused with 413 before it is read in full.
+
+The SDK's own transport security is also configured with the same exact host and origin lists
+(its default would admit any localhost port), so the checks hold even if the outer guard moved.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any
+
+from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from vaultmem import __version__
+from vaultmem.errors import InvalidInput
+from vaultmem.mcp.tools import build_mcp_server
+from vaultmem.runtime import Runtime
+from vaultmem.server.token import TokenFile
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+PUBLIC_PATHS = frozenset({HEALTH_PATH})
+#: Comfortably above the largest valid call (content is capped at 100 kB by the filing contract,
+#: and JSON escaping can grow it several times), far below anything that strains memory.
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+def check_loopback(host: str) -> None:
+    """Refuse any address but loopback: the daemon serves one person's machine, never a network."""
+    if host == "localhost":
+        return
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        raise InvalidInput(
+            f"--host {host!r} is not a loopback address; vaultmem serves only this machine "
+            "(use 127.0.0.1, ::1 or localhost)"
+        ) from None
+    if not address.is_loopback:
+        raise InvalidInput(
+            f"--host {host} is not a loopback address; vaultmem never listens on a network "
+            "interface (use 127.0.0.1). To reach it from elsewhere, use an SSH tunnel."
+        )
+
+
+def allowed_hosts(host: str, port: int) -> list[str]:
+    """The Host header values a request may carry for a daemon bound to ``host:port``."""
+    names = {"localhost"}
+    if host == "localhost":
+        names |= {"127.0.0.1", "[::1]"}
+    else:
+        address = ipaddress.ip_address(host.strip("[]"))
+        names.add(f"[{address}]" if address.version == 6 else str(address))
+    return sorted(f"{name}:{port}" for name in names)
+
+
+def allowed_origins(host: str, port: int) -> list[str]:
+    return [f"http://{h}" for h in allowed_hosts(host, port)]
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+    headers = {"WWW-Authenticate": 'Bearer realm="vaultmem"'} if status == 401 else None
+    response = Response(
+        json.dumps({"error": message}), status_code=status, media_type="application/json", headers=headers
+    )
+    await response(scope, receive, send)
+
+
+class HostOriginGuard:
+    """403 unless Host names the bound address and Origin (when sent) is that same origin."""
+
+    def __init__(self, app: ASGIApp, hosts: list[str], origins: list[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(hosts)
+        self.origins = frozenset(origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            if headers.get("host") not in self.hosts:
+                await _refuse(scope, receive, send, 403, "Host header does not name this server")
+                return
+            origin = headers.get("origin")
+            if origin is not None and origin not in self.origins:
+                await _refuse(scope, receive, send, 403, "Origin not allowed")
+                return
+        await self.app(scope, receive, send)
+
+
+class BearerAuth:
+    """401 unless ``Authorization: Bearer <token>`` matches the token file (constant-time)."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenFile) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
+            scheme, _, presented = Headers(scope=scope).get("authorization", "").partition(" ")
+            # Headers arrive latin-1 decoded; encoding back gives the exact bytes sent.
+            candidate = presented.strip().encode("latin-1", "replace")
+            if scheme.lower() != "bearer" or not self.tokens.matches(candidate):
+                await _refuse(scope, receive, send, 401, "missing or invalid bearer token")
+                return
+        await self.app(scope, receive, send)
+
+
+class Health:
+    """``GET /health``: liveness only, nothing about the vault (no path, no counts, no names)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == HEALTH_PATH:
+            if scope["method"] not in ("GET", "HEAD"):
+                await Response(status_code=405, headers={"Allow": "GET, HEAD"})(scope, receive, send)
+                return
+            body = {"status": "ok", "service": "vaultmem", "version": __version__}
+            await JSONResponse(body)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def build_app(
+    runtime: Runtime,
+    *,
+    host: str,
+    port: int,
+    tokens: TokenFile,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> ASGIApp:
+    """The daemon's ASGI application for ``runtime``, bound at ``host:port``."""
+    check_loopback(host)
+    hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
+    server = build_mcp_server(runtime)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+    app: Any = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        host=host,
+        max_request_body_size=max_body,
+    )
+    app = Health(app)
+    app = RequestBodyLimitMiddleware(app, max_body)
+    app = BearerAuth(app, tokens)
+    guarded: ASGIApp = HostOriginGuard(app, hosts, origins)
+    return guarded

@@ -1,0 +1,230 @@
+"""Running the daemon (``vaultmem serve``) and the stdio server (``vaultmem mcp``).
+
+Start: bind the loopback socket first (a port in use fails at once), open the vault and its index,
+reconcile the index with the vault (catching what changed while nothing ran), start the watcher,
+then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, let in-flight
+requests finish, stop the watcher (committing pending hand edits), flush the commit queue. Every
+acknowledged write is in git when the process exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from types import FrameType
+
+import anyio
+import uvicorn
+
+from vaultmem.config import Settings
+from vaultmem.errors import VaultError
+from vaultmem.index.embedder import Embedder
+from vaultmem.mcp.tools import build_mcp_server
+from vaultmem.runtime import Runtime
+from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.token import TokenFile, ensure_token, token_path
+from vaultmem.sync.indexer import Progress
+
+log = logging.getLogger(__name__)
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7821
+#: Seconds in-flight requests get to finish at shutdown (open event streams are then closed).
+GRACEFUL_SECONDS = 5
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0 picks a free one)."""
+    check_loopback(host)
+    address = "127.0.0.1" if host == "localhost" else host.strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+    except OSError as exc:
+        sock.close()
+        raise VaultError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; is another vaultmem daemon "
+            "running? Stop it, or choose another port with --port"
+        ) from exc
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus re-raising the stop signal after shutdown.
+
+    uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would kill the process before the
+    vault is closed (watcher stopped, commits flushed). Here a signal only asks it to stop.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C stops waiting for open requests
+        self.should_exit = True
+
+
+class Daemon:
+    """One vault served over streamable-HTTP MCP on a loopback address."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        embedder: Embedder | None = None,
+        token_file: Path | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        check_loopback(host)
+        self.settings = settings
+        self.host = host
+        self.requested_port = port
+        self.embedder = embedder
+        self.token_file = token_file or token_path(settings.vault)
+        self.max_body = max_body
+        self.port = port
+        self.runtime: Runtime | None = None
+        self._sock: socket.socket | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{self.port}{MCP_PATH}"
+
+    def token(self) -> str:
+        token, _ = ensure_token(self.token_file)
+        return token
+
+    def open(self, progress: Progress | None = None) -> None:
+        """Bind, open the vault and index, reconcile, start watching; ready to serve."""
+        self._sock = bind_socket(self.host, self.requested_port)
+        self.port = int(self._sock.getsockname()[1])
+        try:
+            ensure_token(self.token_file)
+            self.runtime = Runtime(self.settings, embedder=self.embedder)
+            self.runtime.reconcile(progress)
+            self.runtime.start_watching()
+            app = build_app(
+                self.runtime,
+                host=self.host,
+                port=self.port,
+                tokens=TokenFile(self.token_file),
+                max_body=self.max_body,
+            )
+        except BaseException:
+            self.close()
+            raise
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,  # a request line could carry a mistaken ?token=...; log none
+            lifespan="on",
+            ws="none",
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        )
+        self._server = _Server(config)
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly."""
+        if self._server is None:
+            self.open()
+        assert self._server is not None and self._sock is not None
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            self.close()
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Serve on a background thread (tests, benchmarks); returns once requests are answered."""
+        if self._server is None:
+            self.open()
+        assert self._server is not None and self._sock is not None
+        server, sock = self._server, self._sock
+        self._thread = threading.Thread(
+            target=lambda: server.run(sockets=[sock]), name="vaultmem-http", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise VaultError(f"the daemon did not start within {timeout:.0f}s")
+            time.sleep(0.005)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving (after in-flight requests) and close the vault."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.close()
+
+    def close(self) -> None:
+        """Stop the watcher, flush commits, release the socket. Safe to call twice."""
+        runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            runtime.close()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def __enter__(self) -> Daemon:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_stdio(
+    settings: Settings, *, embedder: Embedder | None = None, on_ready: Callable[[], None] | None = None
+) -> None:
+    """Serve the same tools over stdin/stdout until the host closes stdin or a stop signal arrives."""
+    runtime = Runtime(settings, embedder=embedder)
+    try:
+        runtime.reconcile()
+        runtime.start_watching()
+        server = build_mcp_server(runtime)
+        if on_ready is not None:
+            on_ready()
+
+        async def main() -> None:
+            async with anyio.create_task_group() as group:
+
+                async def stop_on_signal() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            group.cancel_scope.cancel()
+                            return
+
+                group.start_soon(stop_on_signal)
+                await server.run_stdio_async()
+                group.cancel_scope.cancel()
+
+        anyio.run(main)
+    finally:
+        runtime.close()
