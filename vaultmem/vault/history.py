@@ -257,8 +257,11 @@ class CommitWriter:
                 if len(real) == 1:
                     message = real[0].message
                 else:
-                    lines = "\n".join(f"- {j.message.splitlines()[0]}" for j in real)
-                    message = f"vaultmem: {len(real)} writes\n\n{lines}"
+                    # A summary line per write, then each write's own message in full, so a grouped
+                    # commit still names every write's tool, id, slug, kind and project.
+                    lines = "\n".join(f"- {(j.message.splitlines() or [''])[0]}" for j in real)
+                    details = "\n\n".join(j.message.strip() for j in real)
+                    message = f"vaultmem: {len(real)} writes\n\n{lines}\n\n{details}\n"
                 if self.repo.commit_paths(paths, message):
                     self.commits += 1
         except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
