@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from vaultmem.errors import IndexError_
 
-__all__ = ["EmbedderUnavailable", "Embedder", "FakeEmbedder", "OnnxEmbedder", "default_model_dir"]
+__all__ = ["Embedder", "EmbedderUnavailable", "FakeEmbedder", "OnnxEmbedder", "default_model_dir"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -62,9 +62,7 @@ def default_model_dir() -> tuple[Path, Path]:
     """Locate the packaged ``model.onnx`` and ``tokenizer.json`` (raises if a package is missing)."""
     try:
         model = Path(str(importlib.resources.files(_MODEL_PACKAGE).joinpath("model.onnx")))
-        tokenizer = Path(
-            str(importlib.resources.files(_TOKENIZER_PACKAGE).joinpath(*_TOKENIZER_RESOURCE))
-        )
+        tokenizer = Path(str(importlib.resources.files(_TOKENIZER_PACKAGE).joinpath(*_TOKENIZER_RESOURCE)))
     except ModuleNotFoundError as exc:
         raise EmbedderUnavailable(
             f"the embedding model package {exc.name!r} is not installed; "

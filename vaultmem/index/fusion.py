@@ -19,6 +19,7 @@ __all__ = [
     "clamp01",
     "fuse",
     "minmax",
+    "propagate_context",
     "rrf",
 ]
 
@@ -31,11 +32,19 @@ class FusionConfig:
 
     Each leg returns its top ``pool`` candidates; scores are min-max normalised per query and
     combined as ``bm25_weight * bm25 + vector_weight * cosine`` (a leg that missed a note adds 0).
+    Then each note gains ``context_weight`` times the best score of its time-adjacent notes in
+    the same project (see :func:`propagate_context`).
     """
 
     bm25_weight: float = 0.6
     vector_weight: float = 0.4
     pool: int = 50
+    #: Share of a time-adjacent note's score a note inherits (0 turns context off).
+    context_weight: float = 0.5
+    #: Two notes of one project are adjacent when consecutive by ``created`` and this close (s).
+    context_window_s: float = 600.0
+    #: The neighbours of this many top fused hits join the candidates even if no leg found them.
+    context_expand: int = 10
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class FusedScore:
     score: float
     bm25: float | None
     similarity: float | None
+    context: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,18 +107,34 @@ def rrf(legs: Sequence[Ranked], weights: Sequence[float], k: int = 60) -> dict[s
     return fused
 
 
-def fuse(bm25: Ranked, vector: Ranked, config: FusionConfig) -> list[FusedScore]:
-    """Combine the legs into one ranking (best first, ties broken by id for determinism)."""
+def fuse(
+    bm25: Ranked,
+    vector: Ranked,
+    config: FusionConfig,
+    extra_similarities: Mapping[str, float] | None = None,
+) -> list[FusedScore]:
+    """Combine the legs into one ranking (best first, ties broken by id for determinism).
+
+    ``extra_similarities`` are cosines of notes neither leg returned (context neighbours); they
+    are normalised on the vector leg's scale and clamped to [0, 1].
+    """
     bm25 = list(bm25)[: config.pool]
     vector = list(vector)[: config.pool]
     raw_bm25: Mapping[str, float] = dict(bm25)
-    raw_sim: Mapping[str, float] = dict(vector)
+    raw_sim: dict[str, float] = dict(vector)
     norm_bm25 = minmax(bm25)
     norm_vec = minmax(vector)
+    if extra_similarities and vector:
+        low, high = min(s for _, s in vector), max(s for _, s in vector)
+        for doc, sim in extra_similarities.items():
+            if doc not in raw_sim:
+                raw_sim[doc] = sim
+                norm_vec[doc] = clamp01((sim - low) / (high - low)) if high > low else 0.0
     fused = [
         FusedScore(
             id=doc,
-            score=config.bm25_weight * norm_bm25.get(doc, 0.0) + config.vector_weight * norm_vec.get(doc, 0.0),
+            score=config.bm25_weight * norm_bm25.get(doc, 0.0)
+            + config.vector_weight * norm_vec.get(doc, 0.0),
             bm25=raw_bm25.get(doc),
             similarity=raw_sim.get(doc),
         )
@@ -116,3 +142,28 @@ def fuse(bm25: Ranked, vector: Ranked, config: FusionConfig) -> list[FusedScore]
     ]
     fused.sort(key=lambda f: (-f.score, f.id))
     return fused
+
+
+def propagate_context(
+    fused: Sequence[FusedScore], adjacency: Mapping[str, Sequence[str]], weight: float
+) -> list[FusedScore]:
+    """Add ``weight`` x the best own score among each note's adjacent notes, then re-rank.
+
+    A memory written during a conversation is often the answer to, or the question before, the
+    note a query matches: the turn "what got you into running?" is adjacent to "it has been great
+    for my mental health". Adjacency is computed by the caller (same project, consecutive in time);
+    only notes present in ``fused`` lend score, so the result depends on the candidates alone.
+    """
+    if weight <= 0:
+        return list(fused)
+    own = {f.id: f.score for f in fused}
+    out = []
+    for f in fused:
+        lent = max((own[n] for n in adjacency.get(f.id, ()) if n in own), default=0.0)
+        out.append(
+            FusedScore(
+                id=f.id, score=f.score + weight * lent, bm25=f.bm25, similarity=f.similarity, context=lent
+            )
+        )
+    out.sort(key=lambda f: (-f.score, f.id))
+    return out

@@ -18,8 +18,14 @@ import numpy.typing as npt
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema
-from vaultmem.index.fusion import FusionConfig, RelevanceCalibration, calibrate_relevance, fuse
-from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult
+from vaultmem.index.fusion import (
+    FusionConfig,
+    RelevanceCalibration,
+    calibrate_relevance,
+    fuse,
+    propagate_context,
+)
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult, sql_in
 
 if TYPE_CHECKING:
     from vaultmem.index.store import NoteIndex
@@ -90,7 +96,9 @@ class HybridSearcher:
             hits=[SearchHit(h.record, h.score, ("bm25",), bm25_score=h.score) for h in hits], total=len(hits)
         )
 
-    def search_vector(self, query: str | npt.NDArray[np.float32], filters: SearchFilters, k: int) -> SearchResult:
+    def search_vector(
+        self, query: str | npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> SearchResult:
         """Vector leg only (``query`` may be a text or a vector)."""
         if isinstance(query, str):
             _check(query, k)
@@ -121,7 +129,8 @@ class HybridSearcher:
         """Hybrid search: both legs on a pool of candidates, fused, gated, cut to ``k``.
 
         ``min_relevance`` (default: the calibration's gate; 0 turns it off) drops vector-only hits
-        whose calibrated relevance is below it; a hit with a BM25 anchor is never gated. If the
+        whose calibrated relevance is below it; a hit with a BM25 anchor, or lent score by a
+        time-adjacent hit (``match_source`` ``context``), is never gated. If the
         vector leg is unavailable the answer is the BM25 leg with ``degraded=True``.
         """
         _check(query, k)
@@ -130,29 +139,39 @@ class HybridSearcher:
         bm25_future = self._executor().submit(self.bm25_candidates, query, filters, pool)
         warnings: list[str] = []
         vector_hits: list[LegHit] = []
+        query_vector: npt.NDArray[np.float32] | None = None
         degraded = False
         try:
             if self._index.needs_rebuild():
                 raise IndexError_("the stored vectors belong to another embedding model; run `vaultmem reindex`")
-            vector_hits = self.vector_candidates(self.embed_query(query), filters, pool)
+            query_vector = self.embed_query(query)
+            vector_hits = self.vector_candidates(query_vector, filters, pool)
         except IndexError_ as exc:
             degraded = True
             warnings.append(f"vector search unavailable: {exc}")
         bm25_hits = _result(bm25_future)
         records = {h.record.id: h.record for h in (*bm25_hits, *vector_hits)}
-        fused = fuse(
-            [(h.record.id, h.score) for h in bm25_hits],
-            [(h.record.id, h.score) for h in vector_hits],
-            self.fusion,
-        )
+        bm25_ranked = [(h.record.id, h.score) for h in bm25_hits]
+        vector_ranked = [(h.record.id, h.score) for h in vector_hits]
+        fused = fuse(bm25_ranked, vector_ranked, self.fusion)
+        if self.fusion.context_weight > 0 and fused:
+            extra = self._context_neighbours(fused, records, filters, query_vector)
+            if extra:
+                fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=extra)
+            window = self.fusion.context_window_s
+            adjacency = {f.id: self._index.timeline.neighbours(f.id, window) for f in fused}
+            fused = propagate_context(fused, adjacency, self.fusion.context_weight)
         hits: list[SearchHit] = []
         filtered_out = 0
         for f in fused:
             relevance = None if f.similarity is None else calibrate_relevance(f.similarity, self.calibration)
-            if f.bm25 is None and relevance is not None and relevance < gate:
+            anchored = f.bm25 is not None or f.context > 0
+            if not anchored and relevance is not None and relevance < gate:
                 filtered_out += 1
                 continue
             sources = tuple(s for s, v in (("bm25", f.bm25), ("embedding", f.similarity)) if v is not None)
+            if f.context > 0:
+                sources = (*sources, "context")
             hits.append(
                 SearchHit(
                     records[f.id],
@@ -161,7 +180,7 @@ class HybridSearcher:
                     bm25_score=f.bm25,
                     similarity=f.similarity,
                     relevance=relevance,
-                    low_confidence=f.bm25 is None
+                    low_confidence=not anchored
                     and f.similarity is not None
                     and f.similarity < self.calibration.vector_floor,
                 )
@@ -173,6 +192,42 @@ class HybridSearcher:
             degraded=degraded,
             warnings=tuple(warnings),
         )
+
+    def _context_neighbours(
+        self,
+        fused: list[Any],
+        records: dict[str, NoteRecord],
+        filters: SearchFilters,
+        query_vector: npt.NDArray[np.float32] | None,
+    ) -> dict[str, float]:
+        """Cosines of the time-adjacent notes of the top hits that no leg returned.
+
+        Their rows are fetched (inside ``filters``) and added to ``records``.
+        """
+        window = self.fusion.context_window_s
+        wanted = {
+            n
+            for f in fused[: self.fusion.context_expand]
+            for n in self._index.timeline.neighbours(f.id, window)
+            if n not in records
+        }
+        if not wanted or query_vector is None:
+            return {}
+        where = sql_in("id", sorted(wanted))
+        scope = filters.to_sql()
+        if scope:
+            where = f"({where}) AND {scope}"
+        try:
+            rows = self._index.notes_table.search().where(where).select([*_SELECT, "vector"]).to_arrow()
+        except Exception as exc:
+            raise IndexError_(f"the context lookup failed: {exc}; try `vaultmem reindex`") from exc
+        sims: dict[str, float] = {}
+        vectors = rows["vector"].to_numpy(zero_copy_only=False)
+        for row, vector in zip(rows.select(list(_SELECT)).to_pylist(), vectors, strict=True):
+            record = _schema.record_from_row(row)
+            records[record.id] = record
+            sims[record.id] = float(np.dot(np.asarray(vector, dtype=np.float32), query_vector))
+        return sims
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:

@@ -44,6 +44,7 @@ from vaultmem.index.records import (
     text_hash,
 )
 from vaultmem.index.search import HybridSearcher
+from vaultmem.index.timeline import Timeline
 
 __all__ = ["NoteIndex"]
 
@@ -94,6 +95,12 @@ class NoteIndex:
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
+        self.timeline = Timeline()
+        with _lance_errors("load the note timeline"):
+            rows = self._notes.search().select(["id", "project", "created"]).to_arrow()
+        self.timeline.add_many(
+            zip(rows["id"].to_pylist(), rows["project"].to_pylist(), rows["created"].to_pylist(), strict=True)
+        )
         self.searcher = HybridSearcher(self, fusion=fusion, calibration=calibration)
 
     # ----------------------------------------------------------------- opening and metadata
@@ -234,6 +241,8 @@ class NoteIndex:
             )
         else:
             self._notes.add(table)
+        for r in records:
+            self.timeline.add(r.id, r.project, r.created)
 
     def _vectors_for(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors for ``texts``: from the cache when known, else embedded and queued for caching."""
@@ -293,6 +302,8 @@ class NoteIndex:
                 chunk = ids[start : start + 512]
                 self._notes.delete(sql_in("id", chunk))
                 self._edges.delete(sql_in("source_id", chunk))
+            for note_id in ids:
+                self.timeline.remove(note_id)
             self._pending_writes += 1
 
     # ----------------------------------------------------------------- reads
@@ -333,6 +344,25 @@ class NoteIndex:
         with _lance_errors("list indexed paths"):
             rows = self._notes.search().select(["path", "content_hash"]).to_arrow()
         return dict(zip(rows["path"].to_pylist(), rows["content_hash"].to_pylist(), strict=True))
+
+    def path_hashes_for(self, paths: Sequence[str]) -> dict[str, str]:
+        """``{path: content_hash}`` of the indexed notes among ``paths``."""
+        if not paths:
+            return {}
+        with _lance_errors("look up indexed paths"):
+            rows = (
+                self._notes.search()
+                .where(sql_in("path", sorted(set(paths))))
+                .select(["path", "content_hash"])
+                .to_arrow()
+            )
+        return dict(zip(rows["path"].to_pylist(), rows["content_hash"].to_pylist(), strict=True))
+
+    def records_for_paths(self, paths: Sequence[str]) -> list[NoteRecord]:
+        """The indexed notes stored under any of ``paths``."""
+        if not paths:
+            return []
+        return self._query(sql_in("path", sorted(set(paths))))
 
     def iter_records(self) -> Iterator[NoteRecord]:
         """Every indexed note (order unspecified)."""
@@ -431,4 +461,3 @@ class NoteIndex:
         self.wait_for_maintenance()
         with self._write_lock, _lance_errors("flush the embedding cache"):
             self._flush_cache()
-
