@@ -125,7 +125,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
             cwd=str(Path.cwd()),
         )
     if not result["success"]:
-        _print(args, result, f"error: {result['error']}")
+        if args.json:
+            _print(args, result, "")
+        else:
+            print(f"error: {result['error']}", file=sys.stderr)
         return 1
     verb = (
         "updated"
