@@ -364,25 +364,6 @@ class NoteIndex:
             return []
         return self._query(sql_in("path", sorted(set(paths))))
 
-    def path_hashes_for(self, paths: Sequence[str]) -> dict[str, str]:
-        """``{path: content_hash}`` of the indexed notes among ``paths``."""
-        if not paths:
-            return {}
-        with _lance_errors("look up indexed paths"):
-            rows = (
-                self._notes.search()
-                .where(sql_in("path", sorted(set(paths))))
-                .select(["path", "content_hash"])
-                .to_arrow()
-            )
-        return dict(zip(rows["path"].to_pylist(), rows["content_hash"].to_pylist(), strict=True))
-
-    def records_for_paths(self, paths: Sequence[str]) -> list[NoteRecord]:
-        """The indexed notes stored under any of ``paths``."""
-        if not paths:
-            return []
-        return self._query(sql_in("path", sorted(set(paths))))
-
     def iter_records(self) -> Iterator[NoteRecord]:
         """Every indexed note (order unspecified)."""
         yield from self._query(None)
