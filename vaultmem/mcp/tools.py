@@ -14,11 +14,19 @@ Anything unexpected is logged here and reaches the model as a generic tool error
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, NotRequired, TypedDict, TypeVar, cast
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,  # pydantic needs these on Python < 3.12
+    TypeVar,
+    cast,
+)
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError

@@ -1,0 +1,102 @@
+"""Helpers for the daemon tests: a real server on a free loopback port, and MCP clients for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+from vaultmem.config import Settings
+from vaultmem.index.embedder import Embedder, FakeEmbedder
+from vaultmem.server.daemon import Daemon
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def running_daemon(
+    vault: Path, token_file: Path, *, embedder: Embedder | None = None, **overrides: Any
+) -> Iterator[Daemon]:
+    """A daemon on 127.0.0.1:<free port> serving ``vault`` (fake embedder unless one is given)."""
+    settings = Settings.resolve(vault, **{"durable": False, **overrides})
+    daemon = Daemon(settings, port=0, embedder=embedder or FakeEmbedder(), token_file=token_file)
+    daemon.start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def http_client(token: str | None, **headers: str) -> httpx2.AsyncClient:
+    all_headers = dict(headers)
+    if token is not None:
+        all_headers["Authorization"] = f"Bearer {token}"
+    return httpx2.AsyncClient(headers=all_headers, timeout=httpx2.Timeout(30.0))
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP, sending the bearer token."""
+    async with (
+        http_client(token) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
+        yield client
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    """The tool's structured result; fails the test on a tool error."""
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    # The text block carries the same JSON, for hosts that read only text.
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert json.loads(text) == result.structured_content
+    return dict(result.structured_content)
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.02) -> T:
+    """Poll until ``predicate`` returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+def stdio_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env.update(extra)
+    return env
+
+
+#: Runs ``vaultmem mcp`` with the fake embedder, so a stdio server starts in a fraction of a second.
+FAKE_STDIO_SERVER = (
+    "import sys\n"
+    "from vaultmem.config import Settings\n"
+    "from vaultmem.index.embedder import FakeEmbedder\n"
+    "from vaultmem.server.daemon import run_stdio\n"
+    "run_stdio(Settings.resolve(sys.argv[1], durable=False), embedder=FakeEmbedder())\n"
+)
+
+
+def fake_stdio_command(vault: Path) -> tuple[str, list[str]]:
+    return sys.executable, ["-c", FAKE_STDIO_SERVER, str(vault)]
