@@ -329,3 +329,39 @@ def test_every_capture_is_committed_naming_the_tool(service: VaultService, vault
     assert message.startswith("memory_capture: add committed")
     assert f"id: {result['id']}" in message
     assert git_status(vault) == ""
+
+
+def test_an_update_in_place_keeps_links_and_keys_a_person_added(service: VaultService) -> None:
+    """Seed: "the path, slug and links stay"."""
+    first = ok(service.capture("old text", title="Linked card", source_id="pkg:links"))
+    path = file_of(service, first["id"])
+    text = path.read_text("utf-8")
+    path.write_text(text.replace("---\nold text", 'supports: ["[[other-card]]"]\nrating: 5\n---\nold text'))
+    service.catalog.refresh(service.get(first["id"]).path)
+    ok(service.capture("new text", title="Linked card", source_id="pkg:links"))
+    updated = path.read_text("utf-8")
+    assert 'supports: ["[[other-card]]"]\nrating: 5\n' in updated
+    assert updated.endswith("---\nnew text\n")
+
+
+def test_a_deleted_card_is_not_the_home_of_its_source(service: VaultService) -> None:
+    first = ok(service.capture("text one", title="Gone card", source_id="pkg:gone"))
+    service.forget(first["id"])
+    second = ok(service.capture("text two", title="Gone card", source_id="pkg:gone"))
+    assert second["id"] != first["id"] and "updated" not in second
+
+
+def test_an_idempotency_key_added_by_a_reinforce_answers_later(service: VaultService) -> None:
+    first = service.append("The same body", "reference")
+    assert service.append("The same body", "reference", idempotency_key="later")["id"] == first["id"]
+    assert service.append("A different body", "reference", idempotency_key="later") == {
+        **first,
+        "deduplicated": True,
+    }
+
+
+def test_a_timestamp_slug_is_in_utc_whatever_zone_the_clock_reports(service: VaultService, clock) -> None:
+    import datetime as dt
+
+    clock.set(dt.datetime(2026, 3, 14, 20, 0, tzinfo=dt.timezone(dt.timedelta(hours=-5))))
+    assert ok(service.capture("evening in New York"))["slug"] == "capture-20260315t010000z"

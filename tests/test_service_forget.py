@@ -125,3 +125,17 @@ def test_an_operator_can_undelete_by_flipping_status_back(
     reopened = open_service()
     assert reopened.get(memory["id"]).status == "active"
     assert reopened.forget(memory["id"])["already_deleted"] is False
+
+
+def test_forget_of_a_memory_whose_file_a_person_removed_is_not_found(
+    service: VaultService, memory: dict, vault: Path
+) -> None:
+    path = file_of(service, memory["id"])
+    trash = vault / ".trash"
+    trash.mkdir()
+    path.rename(trash / path.name)  # deleted in Obsidian while vaultmem runs
+    with pytest.raises(NotFound, match="no memory has id"):
+        service.forget(memory["id"])
+    assert not path.exists()  # nothing was recreated
+    with pytest.raises(NotFound):
+        service.get(memory["id"])

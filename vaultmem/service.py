@@ -149,6 +149,10 @@ class VaultService:
         if not isinstance(note_id, str) or not is_full_id(note_id):
             raise NotFound(f"{note_id!r} is not a memory id; ids look like 0192f0c1-8d2e-7b3a-9c4d-…")
         entry = self.catalog.by_id(canonical_id(note_id))
+        if entry is not None and not (self.layout.root / entry.path).is_file():
+            # Removed by hand (Obsidian, a sync client) since the catalog last looked.
+            self.catalog.refresh(entry.path)
+            entry = self.catalog.by_id(canonical_id(note_id))
         if entry is None:
             raise NotFound(f"no memory has id {note_id}; find the right id with memory_search")
         return entry
@@ -439,7 +443,7 @@ class VaultService:
         value = f"{os.getpid()}-{uuid7()}"
         tmp = self._generation_file.with_name(self._generation_file.name + ".tmp")
         tmp.write_text(value, encoding="utf-8")
-        os.replace(tmp, self._generation_file)
+        tmp.replace(self._generation_file)
         self._generation = value
 
     # -- planning each kind of write ----------------------------------------------------------
