@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.notes.frontmatter import BOM, parse, set_fields
-from vaultmem.notes.model import OWNED_KEYS
+from vaultmem.notes.model import OWNED_KEYS, new_note_text, note_from_text
 
 KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(lambda k: k not in OWNED_KEYS)
 # Text YAML reads back unchanged inside double quotes (no control, line-break or BOM characters).
@@ -102,3 +102,35 @@ def test_an_edit_is_idempotent(case: tuple[str, list[str]]) -> None:
     once = set_fields(parse(text), {"status": "deleted"}).render()
     twice = set_fields(parse(once), {"status": "deleted"}).render()
     assert once == twice
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    title=st.text(min_size=1),
+    tags=st.lists(st.text(string.ascii_letters + "/-_", min_size=1), max_size=4),
+    instructions=st.text(),
+    url=st.text(),
+    body=st.text(),
+)
+def test_a_new_note_reads_back_exactly_what_was_written(
+    title: str, tags: list[str], instructions: str, url: str, body: str
+) -> None:
+    text = new_note_text(
+        {
+            "id": "0190a5f0-0000-7000-8000-000000000001",
+            "title": title,
+            "kind": "capture",
+            "status": "unfiled",
+            "tags": tags,
+            "source": {"transport": "external-fetch", "trust": "untrusted", "url": url},
+            "instructions": instructions,
+        },
+        body,
+    ).render()
+    note = note_from_text(text, "memory/episodic/x.md")
+    assert note.title == title
+    assert list(note.tags) == [t.lstrip("#") for t in tags]
+    assert note.instructions == instructions
+    assert note.source["url"] == url
+    assert note.body == (body if body.endswith("\n") else body + "\n")
+    assert note.status == "unfiled"

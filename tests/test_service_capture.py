@@ -113,10 +113,21 @@ def test_capture_with_a_source_url_is_external_fetch_and_untrusted(service: Vaul
     }
 
 
-def test_instructions_are_stored_verbatim(service: VaultService) -> None:
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "  Summarise this, then file it under `reading`:\n  - keep links\n  - no emoji  ",
+        "key: value\n---\nstatus: deleted",
+        "NEL\x85 and LS\u2028 and PS\u2029 are line breaks to YAML",
+        "ends with a NEL\x85",
+        "a\x85b",
+        "'quotes' \"double\" #hash &anchor *alias !tag %pct @at `tick`",
+        "tab\tand trailing newline\n",
+    ],
+)
+def test_instructions_are_stored_verbatim(service: VaultService, instructions: str) -> None:
     """Seed: "The server stores only the string you pass in this call's own instructions argument,
     verbatim."""
-    instructions = "  Summarise this, then file it under `reading`:\n  - keep links\n  - no emoji  "
     result = ok(service.capture("An article worth reading.", instructions=instructions))
     assert service.get(result["id"]).instructions == instructions
 

@@ -28,6 +28,9 @@ _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
 _KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
 _ALIAS_OR_ANCHOR = re.compile(r"(^|[\s\[{,:-])[&*][^\s,\[\]{}]")
 
+#: Characters YAML reads as line breaks that PyYAML may write unescaped inside a scalar.
+_YAML_LINE_BREAKS = "\x85\u2028\u2029"
+
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -174,6 +177,11 @@ def render_entry(key: str, value: Any, newline: str) -> list[str]:
     dumped = yaml.safe_dump(
         {key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False, width=1_000_000
     )
+    if any(c in dumped for c in _YAML_LINE_BREAKS):
+        # PyYAML writes these raw, and a raw NEL reads back as a folded line break: escape them.
+        dumped = yaml.safe_dump(
+            {key: value}, allow_unicode=False, sort_keys=False, default_flow_style=False, width=1_000_000
+        )
     return [line + newline for line in dumped.rstrip("\n").split("\n")]
 
 
