@@ -182,3 +182,21 @@ def test_lenient_reads_of_owned_keys_a_person_may_type() -> None:
     assert note.tags == ("one", "two", "three")
     assert note.occurrences == 1 and note.importance is None
     assert note.created == "2026-01-02"
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_unicode_line_separator_never_ends_the_frontmatter_early(separator: str) -> None:
+    """Obsidian splits lines at newlines only: a hidden separator before a `---` must not end the
+    block there and leave a `status: deleted` outside it, making a deleted note look live."""
+    text = f"---\ntitle: x{separator}---\nstatus: deleted\n---\nbody\n"
+    try:
+        note = note_from_text(text, "x.md")
+    except MalformedNote:
+        return  # reported and left alone: fine
+    assert note.status == "deleted" and note.body == "body\n"
+
+
+def test_old_mac_line_endings_round_trip() -> None:
+    text = "---\rstatus: deleted\rtitle: T\r---\rbody\r"
+    doc = parse(text)
+    assert doc.render() == text

@@ -26,6 +26,7 @@ MAX_FRONTMATTER_BYTES = 256 * 1024
 _FENCE = re.compile(r"^---[ \t]*(\r\n|\n|\r)?$")
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
 _KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _ALIAS_OR_ANCHOR = re.compile(r"(^|[\s\[{,:-])[&*][^\s,\[\]{}]")
 
 #: Characters YAML reads as line breaks that PyYAML may write unescaped inside a scalar.
@@ -129,6 +130,15 @@ def _split_entries(lines: list[str]) -> list[Entry]:
     return entries
 
 
+def _split_lines(text: str) -> list[str]:
+    """Lines ending in ``\n``, ``\r\n`` or ``\r``, ends kept.
+
+    Not ``str.splitlines``: it also breaks at NEL, LS, PS, form feeds and more, which Obsidian does
+    not, so a hidden separator could end the frontmatter early and hide a ``status: deleted``.
+    """
+    return [line for line in _LINE_END.split(text) if line]
+
+
 def parse(text: str, *, source: str = "note") -> NoteText:
     """Split a note's text; raise :class:`MalformedNote` when its frontmatter cannot be read."""
     bom = text.startswith(BOM)
@@ -139,7 +149,7 @@ def parse(text: str, *, source: str = "note") -> NoteText:
     first = text if first_end < 0 else text[: first_end + 1]
     if not _FENCE.match(first) or first_end < 0:
         return NoteText(bom, newline, False, "", [], "", text)
-    lines = text[first_end + 1 :].splitlines(keepends=True)
+    lines = _split_lines(text[first_end + 1 :])
     consumed = len(first)
     block: list[str] = []
     close: str | None = None
