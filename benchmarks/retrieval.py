@@ -171,7 +171,9 @@ def load_scifact(bench: Path = BENCH) -> Dataset:
     return Dataset("scifact", notes, queries, qrels)
 
 
-def load_corpus_into(upsert: Callable[[Sequence[NoteRecord]], None], dataset: Dataset, batch: int = 512) -> None:
+def load_corpus_into(
+    upsert: Callable[[Sequence[NoteRecord]], None], dataset: Dataset, batch: int = 512
+) -> None:
     """Write every note of ``dataset`` through ``upsert`` (NoteIndex.upsert, later the service)."""
     for start in range(0, len(dataset.notes), batch):
         upsert(dataset.notes[start : start + batch])
@@ -222,7 +224,9 @@ def legs(index: NoteIndex) -> dict[str, SearchFn]:
     return {
         "bm25": lambda text, project, k: _ids(index.search_bm25(text, scope(project), k)),
         "vector": lambda text, project, k: _ids(index.search_vector(text, scope(project), k)),
-        "hybrid": lambda text, project, k: _ids(index.searcher.search(text, scope(project), k, min_relevance=0)),
+        "hybrid": lambda text, project, k: _ids(
+            index.searcher.search(text, scope(project), k, min_relevance=0)
+        ),
     }
 
 
@@ -276,7 +280,7 @@ def bench_latency(embedder: Embedder, real: Embedder) -> None:
     notes = load_locomo().notes + load_scifact().notes
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Dataset("all", notes, [], {}), embedder, Path(tmp))
-        index._embedder = real  # new texts go through the real model, uncached  # noqa: SLF001
+        index._embedder = real  # new texts go through the real model, uncached
         queries = [q.text for q in load_locomo().queries[:200]]
         upserts: list[float] = []
         base = datetime(2026, 1, 1, tzinfo=UTC)
@@ -288,7 +292,10 @@ def bench_latency(embedder: Embedder, real: Embedder) -> None:
         index.wait_for_maintenance()
         print(f"notes: {index.count()}")
         print(f"upsert one note (embed + write): {_percentiles(upserts)}")
-        for label, project in (("scoped to one LoCoMo conversation", "conv-26"), ("SciFact project", "scifact")):
+        for label, project in (
+            ("scoped to one LoCoMo conversation", "conv-26"),
+            ("SciFact project", "scifact"),
+        ):
             timings: list[float] = []
             for text in queries:
                 start = time.perf_counter()
@@ -305,7 +312,9 @@ def bench_latency(embedder: Embedder, real: Embedder) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", choices=["locomo", "scifact", "both"], default="both")
     parser.add_argument("--latency", action="store_true", help="measure upsert/search latency instead")
     args = parser.parse_args()

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, Bitmap, BTree
 
 from vaultmem.index.records import NoteRecord
 
@@ -56,6 +56,14 @@ def edges_schema() -> pa.Schema:
 def fts_config() -> FTS:
     """Options of the native BM25 index over ``search_text`` (see docs/benchmarks.md)."""
     return FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True)
+
+
+def create_note_indices(table: Any) -> None:
+    """BM25 over ``search_text``; scalar indices that make id lookups and scoped prefilters cheap."""
+    table.create_index("search_text", config=fts_config())
+    table.create_index("id", config=BTree())
+    table.create_index("project", config=Bitmap())
+    table.create_index("status", config=Bitmap())
 
 
 def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.float32]) -> dict[str, Any]:

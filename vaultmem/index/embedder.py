@@ -55,7 +55,8 @@ class Embedder(Protocol):
 def _l2_normalise(matrix: npt.NDArray[np.float32]) -> Vectors:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
-    return (matrix / norms).astype(np.float32, copy=False)
+    normalised: Vectors = (matrix / norms).astype(np.float32, copy=False)
+    return normalised
 
 
 def default_model_dir() -> tuple[Path, Path]:

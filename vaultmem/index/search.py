@@ -143,7 +143,9 @@ class HybridSearcher:
         degraded = False
         try:
             if self._index.needs_rebuild():
-                raise IndexError_("the stored vectors belong to another embedding model; run `vaultmem reindex`")
+                raise IndexError_(
+                    "the stored vectors belong to another embedding model; run `vaultmem reindex`"
+                )
             query_vector = self.embed_query(query)
             vector_hits = self.vector_candidates(query_vector, filters, pool)
         except IndexError_ as exc:

@@ -91,16 +91,12 @@ class NoteIndex:
         self._pending_cache: dict[str, npt.NDArray[np.float32]] = {}
         self._cached_hashes: set[str] | None = None
         self._meta = self._read_meta()
-        self._notes: Any = None
+        self._notes: Any = None  # LanceDB tables (untyped library objects)
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
         self.timeline = Timeline()
-        with _lance_errors("load the note timeline"):
-            rows = self._notes.search().select(["id", "project", "created"]).to_arrow()
-        self.timeline.add_many(
-            zip(rows["id"].to_pylist(), rows["project"].to_pylist(), rows["created"].to_pylist(), strict=True)
-        )
+        self._load_timeline()
         self.searcher = HybridSearcher(self, fusion=fusion, calibration=calibration)
 
     # ----------------------------------------------------------------- opening and metadata
@@ -175,7 +171,7 @@ class NoteIndex:
                 if "notes" in existing:
                     self._db.drop_table("notes")
                 self._notes = self._db.create_table("notes", schema=_schema.notes_schema(dim))
-                self._notes.create_index("search_text", config=_schema.fts_config())
+                _schema.create_note_indices(self._notes)
                 self._write_meta()
             else:
                 self._notes = self._db.open_table("notes")
@@ -187,6 +183,13 @@ class NoteIndex:
                 self._edges = self._db.open_table("edges")
             else:
                 self._edges = self._db.create_table("edges", schema=_schema.edges_schema())
+
+    def _load_timeline(self) -> None:
+        with _lance_errors("load the note timeline"):
+            rows = self._notes.search().select(["id", "project", "created"]).to_arrow()
+        self.timeline.add_many(
+            zip(rows["id"].to_pylist(), rows["project"].to_pylist(), rows["created"].to_pylist(), strict=True)
+        )
 
     def needs_rebuild(self) -> bool:
         """True when the stored vectors or derived columns were built by another model/layout."""
@@ -205,7 +208,7 @@ class NoteIndex:
             records = list(self.iter_records())
             self._db.drop_table("notes")
             self._notes = self._db.create_table("notes", schema=_schema.notes_schema(self._embedder.dim))
-            self._notes.create_index("search_text", config=_schema.fts_config())
+            _schema.create_note_indices(self._notes)
             self._write_meta()
             for start in range(0, len(records), 1024):
                 self._insert(records[start : start + 1024], merge=False)

@@ -1,0 +1,106 @@
+"""Measure the cosine floors of the shipped embedding model for calibrated ``relevance``.
+
+    .venv/bin/python benchmarks/calibrate.py
+
+Method (the graph-tools document, "Calibrated relevance"): sample 200 notes (100 LoCoMo turns,
+100 SciFact abstracts, fixed seed), ask 20 queries written to be unrelated to any of them, and
+ask each note's own first sentence (SciFact: its title) as a self-relevant query. Report the
+unrelated pair distribution, the per-query maximum of unrelated hits, the self-relevant
+similarity percentiles and how many self-relevant top-1 hits each candidate gate would drop.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from retrieval import CachedEmbedder, load_locomo, load_scifact
+
+from vaultmem.index.embedder import OnnxEmbedder
+from vaultmem.index.records import embedding_text
+
+UNRELATED_QUERIES = [
+    "How do I rotate the TLS certificate on a Kubernetes ingress controller?",
+    "torque specification for bicycle crank arm bolts",
+    "Rust borrow checker error: cannot move out of borrowed content",
+    "quarterly VAT return deadline for small businesses",
+    "what is the airspeed velocity of an unladen swallow",
+    "PostgreSQL vacuum freeze wraparound warning",
+    "replace the water pump on a 2009 diesel van",
+    "compile-time regular expressions in C++ templates",
+    "mortgage amortization schedule with balloon payment",
+    "configure BGP route reflectors in a data centre fabric",
+    "history of the Byzantine iconoclasm controversy",
+    "how many grams of yeast per kilogram of flour for pizza dough",
+    "TypeScript generic constraint keyof extends",
+    "maximum load of a cantilevered steel I-beam",
+    "zoning permit for a backyard accessory dwelling unit",
+    "tune a PID controller for a quadcopter",
+    "offside rule in ice hockey explained",
+    "migrate a Git repository from Mercurial with history",
+    "what voltage does a USB-C power delivery charger negotiate",
+    "orbital period of Jupiter's moon Europa",
+]
+
+
+def first_sentence(text: str) -> str:
+    parts = re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)
+    return parts[0]
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def main() -> None:
+    rng = random.Random(2178)
+    locomo = rng.sample(load_locomo().notes, 100)
+    scifact = rng.sample(load_scifact().notes, 100)
+    notes = locomo + scifact
+    embedder = CachedEmbedder(OnnxEmbedder())
+    note_vecs = embedder.embed([embedding_text(n) for n in notes])
+    self_queries = [first_sentence(n.text) for n in locomo] + [n.title for n in scifact]
+    self_vecs = embedder.embed(self_queries)
+    unrelated_vecs = embedder.embed(UNRELATED_QUERIES)
+    embedder.save()
+
+    unrelated = unrelated_vecs @ note_vecs.T
+    pairs = unrelated.ravel().tolist()
+    per_query_max = unrelated.max(axis=1).tolist()
+    self_sims = np.einsum("ij,ij->i", self_vecs, note_vecs).tolist()
+    top1 = (self_vecs @ note_vecs.T).argmax(axis=1)
+    self_top1 = sum(int(top1[i] == i) for i in range(len(notes)))
+
+    print(
+        f"unrelated pairs ({len(pairs)}): p50 {pct(pairs, 50):.4f}  p95 {pct(pairs, 95):.4f}  "
+        f"max {max(pairs):.4f}"
+    )
+    print(
+        f"per-query max of unrelated hits: p50 {statistics.median(per_query_max):.4f}  "
+        f"p95 {pct(per_query_max, 95):.4f}  max {max(per_query_max):.4f}"
+    )
+    print(
+        f"self-relevant similarity ({len(self_sims)}): p1 {pct(self_sims, 1):.4f}  "
+        f"p5 {pct(self_sims, 5):.4f}  p10 {pct(self_sims, 10):.4f}  "
+        f"p50 {pct(self_sims, 50):.4f}  p99 {pct(self_sims, 99):.4f}"
+    )
+    print(f"self-relevant query ranks its note first: {self_top1}/{len(notes)}")
+    for name, group in (("LoCoMo", self_sims[:100]), ("SciFact", self_sims[100:])):
+        print(f"  {name}: p5 {pct(group, 5):.4f}  p50 {pct(group, 50):.4f}")
+    for threshold in (0.20, 0.22, 0.25, 0.30, 0.40):
+        dropped = sum(s < threshold for s in self_sims)
+        unrelated_kept = sum(s >= threshold for s in pairs)
+        print(
+            f"raw cosine gate {threshold:.2f}: drops {dropped}/200 self-relevant, "
+            f"keeps {unrelated_kept}/{len(pairs)} unrelated pairs"
+        )
+
+
+if __name__ == "__main__":
+    main()

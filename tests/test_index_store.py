@@ -1,0 +1,223 @@
+"""NoteIndex on real LanceDB in tmp_path, with the deterministic fake embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.index.records import EdgeRecord, NoteRecord, SearchFilters
+from vaultmem.index.store import NoteIndex
+
+
+class CountingEmbedder(FakeEmbedder):
+    """A fake that counts how many texts it embedded."""
+
+    def __init__(self, model_id: str = "fake-bow") -> None:
+        super().__init__(model_id=model_id)
+        self.embedded: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.embedded.extend(texts)
+        return super().embed(texts)
+
+
+def note(n: int, text: str, **overrides: object) -> NoteRecord:
+    values: dict[str, object] = {
+        "id": f"0190a000-0000-7000-8000-{n:012d}",
+        "path": f"notes/n{n}.md",
+        "slug": f"n{n}",
+        "title": f"Note {n}",
+        "kind": "note",
+        "status": "active",
+        "project": "alpha",
+        "tags": (),
+        "text": text,
+        "content_hash": f"hash-{n}-{text}",
+        "created": f"2025-01-01T10:{n % 60:02d}:00+00:00",
+        "updated": "2025-01-01T10:00:00+00:00",
+    }
+    values.update(overrides)
+    return NoteRecord(**values)  # type: ignore[arg-type]
+
+
+CORPUS = [
+    note(1, "the cat sat on the mat"),
+    note(2, "dogs chase cats around the garden", project="O'Brien's", tags=("pets", "it's")),
+    note(3, "quantum physics lecture notes", kind="reference"),
+    note(4, "an archived cat photo", status="archived"),
+    note(5, "a deleted cat memory", status="deleted"),
+    note(6, "a captured cat idea awaiting review", status="unfiled"),
+]
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> NoteIndex:
+    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    idx.upsert(CORPUS)
+    return idx
+
+
+def ids(result: object) -> set[int]:
+    return {int(h.record.id[-12:]) for h in result.hits}  # type: ignore[attr-defined]
+
+
+def test_upsert_then_get_round_trips_a_record(index: NoteIndex) -> None:
+    assert index.get(CORPUS[1].id) == CORPUS[1]
+    assert index.get("0190a000-0000-7000-8000-999999999999") is None
+    assert index.count() == len(CORPUS)
+
+
+def test_upsert_replaces_by_id(index: NoteIndex) -> None:
+    changed = note(1, "the cat moved to the sofa")
+    index.upsert([changed])
+    assert index.count() == len(CORPUS)
+    assert index.get(changed.id) == changed
+    assert ids(index.search_bm25("sofa", SearchFilters(project="alpha"))) == {1}
+
+
+def test_delete_ids_removes_notes_and_their_edges(index: NoteIndex) -> None:
+    edge = EdgeRecord(CORPUS[0].id, "supports", CORPUS[2].id, "e1", "2025-01-01T00:00:00Z")
+    index.replace_edges_for(CORPUS[0].id, [edge])
+    index.delete_ids([CORPUS[0].id])
+    assert index.get(CORPUS[0].id) is None
+    assert index.edges_for(CORPUS[2].id) == []
+
+
+def test_default_filters_search_live_notes_only(index: NoteIndex) -> None:
+    assert ids(index.search_bm25("cat", k=10)) == {1, 2, 6}
+
+
+def test_status_filters_and_include_deleted(index: NoteIndex) -> None:
+    assert ids(index.search_bm25("cat", SearchFilters(statuses=frozenset({"archived"})))) == {4}
+    assert ids(index.search_bm25("cat", SearchFilters(statuses=None))) == {1, 2, 4, 6}
+    assert 5 in ids(index.search_bm25("cat", SearchFilters(statuses=None, include_deleted=True)))
+
+
+def test_filters_with_quotes_are_escaped_in_both_legs(index: NoteIndex) -> None:
+    scope = SearchFilters(project="O'Brien's", tags=frozenset({"it's", "pets"}))
+    assert ids(index.search_bm25("cats", scope)) == {2}
+    assert ids(index.search_vector("cats", scope)) == {2}
+    assert ids(index.search("cats", scope)) == {2}
+    assert ids(index.search("cats", SearchFilters(tags=frozenset({"it's", "missing"})))) == set()
+
+
+def test_kind_filter(index: NoteIndex) -> None:
+    assert ids(index.search_vector("lecture", SearchFilters(kind="reference"))) == {3}
+
+
+def test_hybrid_marks_where_a_hit_came_from(index: NoteIndex) -> None:
+    hit = index.search("cat mat", SearchFilters(project="alpha"), k=1).hits[0]
+    assert int(hit.record.id[-12:]) == 1
+    assert "bm25" in hit.match_source and "embedding" in hit.match_source
+    assert hit.similarity is not None and hit.relevance is not None
+
+
+def test_empty_query_is_invalid(index: NoteIndex) -> None:
+    with pytest.raises(InvalidInput):
+        index.search("   ")
+
+
+def test_ids_with_prefix_ignores_hyphens_and_case(index: NoteIndex) -> None:
+    found = index.ids_with_prefix("0190A0000000700080000000000", limit=100)
+    assert found == sorted(r.id for r in CORPUS)
+    assert index.ids_with_prefix("0190a000-0000-7000-8000-000000000002") == [CORPUS[1].id]
+    assert index.ids_with_prefix("0190a", limit=2) == sorted(r.id for r in CORPUS)[:2]
+    with pytest.raises(InvalidInput):
+        index.ids_with_prefix("xyz'")
+
+
+def test_path_hashes_lists_every_note(index: NoteIndex) -> None:
+    assert index.path_hashes() == {r.path: r.content_hash for r in CORPUS}
+
+
+def test_unchanged_text_is_never_re_embedded(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    idx = NoteIndex.open(tmp_path / "state", embedder)
+    idx.upsert(CORPUS)
+    first = len(embedder.embedded)
+    idx.upsert([note(1, "the cat sat on the mat", status="archived", content_hash="other")])
+    idx.upsert(CORPUS)
+    assert len(embedder.embedded) == first
+    idx.upsert([note(1, "a new text")])
+    assert len(embedder.embedded) == first + 1
+
+
+def test_embedding_cache_survives_reopen_and_rebuild(tmp_path: Path) -> None:
+    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    idx.upsert(CORPUS)
+    idx.close()
+    embedder = CountingEmbedder()
+    reopened = NoteIndex.open(tmp_path / "state", embedder)
+    reopened.upsert(CORPUS)
+    assert reopened.rebuild() == len(CORPUS)
+    assert embedder.embedded == []
+
+
+def test_rebuild_from_scratch_gives_identical_results(tmp_path: Path) -> None:
+    a = NoteIndex.open(tmp_path / "a", FakeEmbedder())
+    a.upsert(CORPUS)
+    for i in range(3):  # several writes and a compaction on one side only
+        a.upsert([CORPUS[i]])
+    a.maintenance()
+    a.rebuild()  # BM25 statistics of a table with history may still count replaced rows
+    b = NoteIndex.open(tmp_path / "b", FakeEmbedder())
+    b.upsert(list(reversed(CORPUS)))
+    b.maintenance()  # BM25 statistics are the same once both FTS indexes cover every row
+    for query in ("cat", "dogs garden", "physics"):
+        ra, rb = a.search(query), b.search(query)
+        assert [(h.record, round(h.score, 6)) for h in ra.hits] == [
+            (h.record, round(h.score, 6)) for h in rb.hits
+        ]
+
+
+def test_model_change_is_detected_and_rebuild_clears_it(tmp_path: Path) -> None:
+    NoteIndex.open(tmp_path / "state", FakeEmbedder()).upsert(CORPUS)
+    other = NoteIndex.open(tmp_path / "state", FakeEmbedder(dim=32, model_id="other"))
+    assert other.needs_rebuild()
+    degraded = other.search("cat")
+    assert degraded.degraded and ids(degraded) == {1, 2, 6}
+    with pytest.raises(IndexError_):
+        other.search_vector("cat")
+    other.rebuild()
+    assert not other.needs_rebuild()
+    assert ids(other.search_vector("cat", k=10)) == {1, 2, 3, 6}
+
+
+def test_many_single_upserts_stay_searchable_through_maintenance(tmp_path: Path) -> None:
+    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=5)
+    for i in range(12):
+        idx.upsert([note(100 + i, f"unique{i} marmalade")])
+    idx.wait_for_maintenance()
+    assert ids(idx.search_bm25("unique11")) == {111}
+    assert len(idx.search_bm25("marmalade", k=20).hits) == 12
+
+
+def test_edges_are_replaced_per_source(index: NoteIndex) -> None:
+    src, dst = CORPUS[0].id, CORPUS[2].id
+    e1 = EdgeRecord(src, "supports", dst, "e1", "2025-01-01T00:00:00Z")
+    e2 = EdgeRecord(src, "refines", CORPUS[1].id, "e2", "2025-01-01T00:00:00Z")
+    index.replace_edges_for(src, [e1, e2])
+    index.replace_edges_for(src, [e2])
+    assert index.edges_for(src) == [e2]
+    assert index.edges_for(dst) == []
+    with pytest.raises(InvalidInput):
+        index.replace_edges_for(dst, [e2])
+
+
+def test_context_lends_score_to_the_adjacent_turn(tmp_path: Path) -> None:
+    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    turns = [
+        note(1, "what got you into running", created="2025-01-01T10:00:00+00:00"),
+        note(2, "it has been great for my mental health", created="2025-01-01T10:00:05+00:00"),
+        note(3, "unrelated chatter about weather", created="2025-01-02T10:00:00+00:00"),
+    ]
+    idx.upsert(turns)
+    hits = idx.searcher.search("running", SearchFilters(), 3, min_relevance=0).hits
+    assert [int(h.record.id[-12:]) for h in hits][:2] == [1, 2]
+    assert "context" in hits[1].match_source
