@@ -178,6 +178,8 @@ def test_the_longest_listed_code_path_wins(vault: Path, open_service: OpenServic
     assert service.get(deep["id"]).project == "Mono API"
     assert service.get(shallow["id"]).project == "Monorepo"
     assert service.get(outside["id"]).project is None  # a sibling with a common prefix is not inside
+    dotted = ok(service.capture("dotted thought", cwd="/src/mono/services/api/../../../elsewhere"))
+    assert service.get(dotted["id"]).project is None  # `..` is folded before matching
 
 
 @pytest.mark.parametrize("kind", ["convention", "preference"])

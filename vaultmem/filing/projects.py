@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -63,11 +64,11 @@ class ProjectRegistry:
 
     def for_cwd(self, contract: Contract, cwd: str) -> Project | None:
         """The project whose ``code_paths`` holds ``cwd``; the longest listed path wins."""
-        here = Path(cwd).expanduser()
+        here = _normal(cwd)
         best: tuple[int, Project] | None = None
         for project in self.projects(contract):
             for listed in project.code_paths:
-                base = Path(listed).expanduser()
+                base = _normal(listed)
                 if here == base or base in here.parents:
                     depth = len(base.parts)
                     if best is None or depth > best[0]:
@@ -90,6 +91,12 @@ class ProjectRegistry:
                 if child.is_dir() and child.name.lower() == lowered:
                     return f"{contract.projects_root}/{child.name}"
         return f"{contract.projects_desk}/{make_slug(project, fallback='project')}"
+
+
+def _normal(path: str) -> Path:
+    """``path`` with ``~`` expanded and ``.``/``..`` folded, so ``/code/shop/../other`` is not
+    inside ``/code/shop``."""
+    return Path(os.path.normpath(Path(path).expanduser()))
 
 
 def _mtime(path: Path) -> int:
