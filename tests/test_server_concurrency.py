@@ -1,0 +1,117 @@
+"""Many clients, and more than one process, on one vault: no errors, no lost writes, all in git."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import anyio
+from conftest import git, note_files, set_cap
+from mcp import Client, StdioServerParameters
+from mcp_harness import fake_stdio_command, mcp_client, running_daemon, stdio_env, structured
+
+from vaultmem.notes.frontmatter import parse
+
+CLIENTS = 8
+OPS_PER_CLIENT = 50
+
+
+def ids_in_git(vault: Path) -> set[str]:
+    log = git(vault, "log", "--format=%B")
+    return {line.split(": ", 1)[1] for line in log.splitlines() if line.startswith("id: ")}
+
+
+def test_eight_clients_of_fifty_mixed_calls_lose_nothing_and_every_write_is_in_git(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Issue: "8 concurrent MCP clients x 50 mixed appends and searches: no errors, no lost writes,
+    every write in git"."""
+    set_cap(vault, 10_000)  # the default cap of 200 notes a day would refuse some of the 400 writes
+    written: list[str] = []
+    errors: list[str] = []
+
+    with running_daemon(vault, tmp_path / "token") as daemon:
+        url, token = daemon.url, daemon.token()
+
+        async def one_client(n: int) -> None:
+            rng = random.Random(n)
+            async with mcp_client(url, token) as client:
+                for i in range(OPS_PER_CLIENT):
+                    if rng.random() < 0.6:
+                        result = await client.call_tool(
+                            "memory_append",
+                            {"content": f"client {n} note {i}: {rng.random()}", "kind": "reference"},
+                        )
+                        if result.is_error:
+                            errors.append(str(result.content))
+                        else:
+                            written.append(structured(result)["id"])
+                    else:
+                        result = await client.call_tool("memory_search", {"query": f"client {n} note"})
+                        if result.is_error:
+                            errors.append(str(result.content))
+
+        async def main() -> None:
+            with anyio.fail_after(240):
+                async with anyio.create_task_group() as group:
+                    for n in range(CLIENTS):
+                        group.start_soon(one_client, n)
+
+        anyio.run(main)
+    # The daemon has stopped: its commit queue is flushed.
+    assert errors == []
+    assert len(written) == len(set(written)) > CLIENTS * OPS_PER_CLIENT // 3
+    on_disk = {parse(p.read_text(encoding="utf-8")).meta.get("id") for p in note_files(vault)}
+    assert set(written) <= on_disk
+    assert set(written) <= ids_in_git(vault)
+    assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def test_a_daemon_and_a_stdio_server_on_one_vault_never_lose_or_duplicate_a_write(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Issue: "Two processes on one vault (a daemon and a stdio server ...) never lose a write".
+
+    Both processes write the same idempotency keys and the same contents at once: each key and
+    each content must end up as exactly one note, which needs each process to see the other's
+    writes before it decides (the write-generation check under the cross-process lock)."""
+    rounds = 20
+    results: dict[str, list[dict[str, Any]]] = {"http": [], "stdio": []}
+
+    async def writer(client: Client, name: str) -> None:
+        for i in range(rounds):
+            keyed = await client.call_tool(
+                "memory_append",
+                {"content": f"{name} keyed {i}", "kind": "fix", "idempotency_key": f"key-{i}"},
+            )
+            shared = await client.call_tool(
+                "memory_append", {"content": f"shared content {i}", "kind": "fix"}
+            )
+            results[name].extend([structured(keyed), structured(shared)])
+
+    with running_daemon(vault, tmp_path / "token") as daemon:
+        command, args = fake_stdio_command(vault)
+        params = StdioServerParameters(command=command, args=args, env=stdio_env(), cwd=str(tmp_path))
+
+        async def main() -> None:
+            with anyio.fail_after(180):
+                async with (
+                    mcp_client(daemon.url, daemon.token()) as http,
+                    Client(params, cache=None) as stdio,
+                    anyio.create_task_group() as group,
+                ):
+                    group.start_soon(writer, http, "http")
+                    group.start_soon(writer, stdio, "stdio")
+
+        anyio.run(main)
+
+    for i in range(rounds):
+        keyed = {results[name][2 * i]["id"] for name in results}
+        shared = {results[name][2 * i + 1]["id"] for name in results}
+        assert len(keyed) == 1, f"idempotency key key-{i} wrote {len(keyed)} notes"
+        assert len(shared) == 1, f"content {i} was written {len(shared)} times"
+    all_ids = {r["id"] for rs in results.values() for r in rs}
+    on_disk = {parse(p.read_text(encoding="utf-8")).meta.get("id") for p in note_files(vault)}
+    assert all_ids <= on_disk and all_ids <= ids_in_git(vault)
+    assert len(note_files(vault)) == 2 * rounds
