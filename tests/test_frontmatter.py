@@ -200,3 +200,8 @@ def test_old_mac_line_endings_round_trip() -> None:
     text = "---\rstatus: deleted\rtitle: T\r---\rbody\r"
     doc = parse(text)
     assert doc.render() == text
+
+
+def test_a_key_yaml_reads_as_a_boolean_is_reported() -> None:
+    with pytest.raises(MalformedNote, match="key False is not a string"):
+        parse("---\nno: 0\n---\nbody\n")

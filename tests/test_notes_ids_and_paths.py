@@ -71,7 +71,7 @@ def test_resolve_refuses_a_symlink_out_of_the_vault(layout: VaultLayout, tmp_pat
         layout.resolve("escape/note.md")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(st.sampled_from([*"ab./\\:\x00 C~", "..", "é", "escape"]), max_size=12).map("".join) | st.text()
 )

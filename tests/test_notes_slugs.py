@@ -28,7 +28,7 @@ def assert_portable(slug: str) -> None:
     assert is_valid_slug(slug)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_any_text_gives_a_portable_stable_slug(text: str) -> None:
     slug = make_slug(text)
@@ -90,7 +90,7 @@ def test_the_collision_rule_falls_back_to_a_short_hash() -> None:
     assert grown.startswith("cache-") and len(grown) == len("cache-") + 6
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.text(min_size=1),
     st.lists(st.text(min_size=1, max_size=30), max_size=8),
