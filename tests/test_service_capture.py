@@ -378,3 +378,10 @@ def test_a_timestamp_slug_is_in_utc_whatever_zone_the_clock_reports(service: Vau
 
     clock.set(dt.datetime(2026, 3, 14, 20, 0, tzinfo=dt.timezone(dt.timedelta(hours=-5))))
     assert ok(service.capture("evening in New York"))["slug"] == "capture-20260315t010000z"
+
+
+def test_a_fresh_candidate_falls_back_to_a_hash_when_no_word_frees_the_name(service: VaultService) -> None:
+    """Seed: "falling back to a hash suffix when no word frees the name"."""
+    ok(service.capture("Tokio", title="Tokio"))
+    linked = ok(service.capture("Tokio", title="Tokio", source_url="https://tokio.rs"))
+    assert re.fullmatch(r"tokio-[0-9a-f]{6}", linked["slug"])
