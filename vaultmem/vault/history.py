@@ -109,6 +109,12 @@ class GitRepo:
         unique = sorted(set(paths))
         if not unique:
             return False
+        # A path that is neither on disk nor tracked (created and removed between two commits)
+        # would make git refuse the whole pathspec: leave such paths out.
+        tracked_missing = self._tracked(unique)
+        unique = [p for p in unique if p in tracked_missing or (self.work_tree / p).exists()]
+        if not unique:
+            return False
         self._with_lock_retries("add", "-A", "--", *unique)
         try:
             self._with_lock_retries(
@@ -119,6 +125,13 @@ class GitRepo:
                 return False
             raise
         return True
+
+    def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
+        missing = [p for p in paths if not (self.work_tree / p).exists()]
+        if not missing:
+            return frozenset()
+        out = self.git("ls-files", "-z", "--", *missing)
+        return frozenset(p for p in out.split("\0") if p)
 
     def pending_changes(self) -> list[str]:
         """Vault-relative paths git sees as changed or untracked (ignored files excluded)."""
