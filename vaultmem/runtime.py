@@ -16,7 +16,7 @@ from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex
 from vaultmem.search import SearchRequest, memory_search
 from vaultmem.service import VaultService
-from vaultmem.sync.indexer import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.history import CommitWriter
 
@@ -59,7 +59,8 @@ class Runtime:
             embedder or embedder_for(settings),
             calibration=calibration_for(settings),
         )
-        self.service.listeners.append(IndexListener(self.index))
+        self.edges = EdgeSync(self.service.catalog, self.index)
+        self.service.listeners.append(IndexListener(self.index, self.edges))
         self.watcher: VaultWatcher | None = None
 
     # -- keeping the index in step ------------------------------------------------------------
@@ -70,11 +71,13 @@ class Runtime:
                 self.service.catalog.scan()
             if self.index.needs_rebuild():
                 self.index.rebuild()
-            return reconcile(self.service.layout, self.service.catalog, self.index, progress=progress)
+            return reconcile(
+                self.service.layout, self.service.catalog, self.index, progress=progress, edges=self.edges
+            )
 
     def sync_path(self, rel: str) -> str:
         with self.service.lock:
-            return sync_path(self.service.layout, self.service.catalog, self.index, rel)
+            return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
 
     def _rescan(self) -> list[str]:
         report = self.reconcile()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vaultmem.errors import VaultmemError
+from vaultmem.graph.links import edges_of, typed_links
 from vaultmem.index.records import NoteRecord
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.frontmatter import MalformedNote
@@ -49,14 +50,64 @@ def record_for(note: Note) -> NoteRecord:
     )
 
 
+class EdgeSync:
+    """Derives the edges table from the typed links in notes' frontmatter."""
+
+    def __init__(self, catalog: Catalog, index: NoteIndex) -> None:
+        self.catalog = catalog
+        self.index = index
+        self._sources: set[str] = set()  # notes whose edges are in the index
+        self.primed = False  # every linked note's edges computed at least once
+
+    def _resolve(self, target: str) -> str | None:
+        entry = self.catalog.resolve_link(target)
+        if entry is None:
+            return None
+        return entry.id or derived_id(entry.path)
+
+    def update(self, note: Note) -> None:
+        """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
+        source_id = note.id or derived_id(note.path)
+        meta = note.text.meta if note.text is not None else {}
+        if not typed_links(meta) and source_id not in self._sources:
+            return
+        edges, _dangling = edges_of(source_id, meta, self._resolve, note.updated or note.created or "")
+        self.index.replace_edges_for(source_id, edges)
+        if edges:
+            self._sources.add(source_id)
+        else:
+            self._sources.discard(source_id)
+
+    def forget(self, source_id: str) -> None:
+        if source_id in self._sources:
+            self.index.replace_edges_for(source_id, [])
+            self._sources.discard(source_id)
+
+    def rebuild(self, layout: VaultLayout) -> int:
+        """Recompute every linked note's edges (after a reconcile changed what links resolve to)."""
+        count = 0
+        for entry in self.catalog.entries():
+            if entry.links:
+                try:
+                    self.update(read_note(layout, entry.path))
+                    count += 1
+                except MalformedNote:
+                    continue
+        self.primed = True
+        return count
+
+
 class IndexListener:
     """Keeps the index current with the service's own writes (read your writes)."""
 
-    def __init__(self, index: NoteIndex) -> None:
+    def __init__(self, index: NoteIndex, edges: EdgeSync | None = None) -> None:
         self.index = index
+        self.edges = edges
 
     def note_written(self, note: Note) -> None:
         self.index.upsert([record_for(note)])
+        if self.edges is not None:
+            self.edges.update(note)
 
 
 @dataclass
@@ -80,6 +131,7 @@ def reconcile(
     *,
     batch: int = 64,
     progress: Progress | None = None,
+    edges: EdgeSync | None = None,
 ) -> ReconcileReport:
     """Bring the index to the vault's state: upsert changed paths, delete vanished ones.
 
@@ -119,10 +171,14 @@ def reconcile(
         report.indexed.extend(r.path for r in pending)
     if progress:
         progress(done, total)
+    if edges is not None and (report.changed or not edges.primed):
+        edges.rebuild(layout)
     return report
 
 
-def sync_path(layout: VaultLayout, catalog: Catalog, index: NoteIndex, rel: str) -> str:
+def sync_path(
+    layout: VaultLayout, catalog: Catalog, index: NoteIndex, rel: str, edges: EdgeSync | None = None
+) -> str:
     """Bring one path's catalog entry and index row up to date.
 
     Returns what happened: ``unchanged`` (the daemon's own write, or nothing new), ``indexed``,
@@ -153,8 +209,14 @@ def sync_path(layout: VaultLayout, catalog: Catalog, index: NoteIndex, rel: str)
     ):
         return "unchanged"
     catalog.refresh(rel)
+    record = record_for(note)
     try:
-        index.upsert([record_for(note)])
+        replaced = [r.id for r in index.records_for_paths([rel]) if r.id != record.id]
+        if replaced:  # the id in the file was edited by hand: drop the row under the old id
+            index.delete_ids(replaced)
+        index.upsert([record])
+        if edges is not None:
+            edges.update(note)
     except VaultmemError as exc:
         log.warning("could not index %s: %s", rel, exc)
         raise

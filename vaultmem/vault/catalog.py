@@ -18,13 +18,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 
+from vaultmem.graph.links import typed_links
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 IDEM_TAG_PREFIX = "idem-"
 
 
@@ -47,6 +48,8 @@ class Entry:
     source_id: str | None
     source_url: str | None
     always_load: bool
+    #: Typed links the note declares: (edge type, target name) pairs.
+    links: tuple[tuple[str, str], ...]
     mtime_ns: int
     size: int
 
@@ -78,6 +81,7 @@ class Entry:
             source_id=str(src_id) if src_id is not None else None,
             source_url=str(src_url) if src_url is not None else None,
             always_load=note.always_load,
+            links=typed_links(note.text.meta) if note.text is not None else (),
             mtime_ns=mtime_ns,
             size=size,
         )
@@ -108,6 +112,7 @@ class Catalog:
         self._by_fp: dict[str, set[str]] = {}
         self._by_idem: dict[str, str] = {}
         self._names: dict[str, set[str]] = {}  # directory -> lower-cased file stems
+        self._by_stem: dict[str, set[str]] = {}  # lower-cased file stem -> paths
         self._days: Counter[str] = Counter()
         self.problems: dict[str, str] = {}
         self._cache_file = layout.state_dir / "catalog.json"
@@ -172,6 +177,7 @@ class Catalog:
         self._by_fp.clear()
         self._by_idem.clear()
         self._names.clear()
+        self._by_stem.clear()
         self._days.clear()
         self.problems.clear()
 
@@ -190,6 +196,7 @@ class Catalog:
             if tag.startswith(IDEM_TAG_PREFIX):
                 self._by_idem.setdefault(tag, entry.path)
         self._names.setdefault(_dir_of(entry.path), set()).add(entry.slug.lower())
+        self._by_stem.setdefault(entry.slug.lower(), set()).add(entry.path)
         day = entry.created_day
         if day:
             self._days[day] += 1
@@ -211,6 +218,11 @@ class Catalog:
         names = self._names.get(_dir_of(rel))
         if names is not None:
             names.discard(entry.slug.lower())
+        stems = self._by_stem.get(entry.slug.lower())
+        if stems is not None:
+            stems.discard(rel)
+            if not stems:
+                del self._by_stem[entry.slug.lower()]
         day = entry.created_day
         if day:
             self._days[day] -= 1
@@ -241,6 +253,19 @@ class Catalog:
             rel = self._by_idem.get(tag)
             return self._by_path.get(rel) if rel else None
 
+    def resolve_link(self, target: str) -> Entry | None:
+        """The note a wikilink target names: a vault path (``folder/name``) or a file name.
+
+        A bare name that several folders share resolves to the first path in sort order, as
+        Obsidian's shortest-path links would be ambiguous there too.
+        """
+        name = target.strip().removesuffix(".md")
+        with self._lock:
+            if "/" in name:
+                return self._by_path.get(f"{name}.md")
+            paths = self._by_stem.get(name.lower())
+            return self._by_path.get(min(paths)) if paths else None
+
     def with_fingerprint(self, fp: str) -> list[Entry]:
         with self._lock:
             return [self._by_path[p] for p in sorted(self._by_fp.get(fp, ()))]
@@ -268,6 +293,7 @@ class Catalog:
             out = {}
             for row in data["entries"]:
                 row["tags"] = tuple(row["tags"])
+                row["links"] = tuple(tuple(link) for link in row["links"])
                 entry = Entry(**row)
                 out[entry.path] = entry
             return out

@@ -1,0 +1,76 @@
+"""The edges table is derived from the vault's typed links (design.md: "Typed links")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from vaultmem.config import Settings
+from vaultmem.doctor import diagnose
+from vaultmem.graph.links import edge_id
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.runtime import Runtime
+
+A = """---
+id: 01a20000-0000-7000-8000-00000000000a
+title: Cache policy
+supports: ["[[ttl-defaults]]", "[[no-such-note]]"]
+related: "[[memory/semantic/ttl-defaults]]"
+---
+Cache responses for five minutes.
+"""
+B = """---
+id: 01a20000-0000-7000-8000-00000000000b
+title: TTL defaults
+---
+The default TTL is 300 seconds.
+"""
+A_ID = "01a20000-0000-7000-8000-00000000000a"
+B_ID = "01a20000-0000-7000-8000-00000000000b"
+
+
+def open_runtime(vault: Path) -> Runtime:
+    runtime = Runtime(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
+    runtime.reconcile()
+    return runtime
+
+
+def test_typed_links_become_edges_with_ids_that_survive_a_rebuild(vault: Path) -> None:
+    (vault / "memory" / "semantic" / "cache-policy.md").write_text(A, encoding="utf-8")
+    (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
+    runtime = open_runtime(vault)
+    edges = runtime.index.edges_for(A_ID)
+    assert sorted((e.type, e.source_id, e.target_id) for e in edges) == [
+        ("related", A_ID, B_ID),
+        ("supports", A_ID, B_ID),
+    ]
+    ids = sorted(e.edge_id for e in edges)
+    assert edge_id(A_ID, "supports", B_ID) in ids
+    runtime.close()
+    shutil.rmtree(vault / ".vaultmem" / "index")
+    rebuilt = open_runtime(vault)
+    assert sorted(e.edge_id for e in rebuilt.index.edges_for(B_ID)) == ids
+    rebuilt.close()
+
+
+def test_removing_a_link_by_hand_removes_the_edge(vault: Path) -> None:
+    path = vault / "memory" / "semantic" / "cache-policy.md"
+    path.write_text(A, encoding="utf-8")
+    (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
+    runtime = open_runtime(vault)
+    path.write_text(A.replace('supports: ["[[ttl-defaults]]", "[[no-such-note]]"]\n', ""), encoding="utf-8")
+    assert runtime.sync_path("memory/semantic/cache-policy.md") == "indexed"
+    assert [e.type for e in runtime.index.edges_for(A_ID)] == ["related"]
+    runtime.close()
+
+
+def test_a_dangling_link_is_no_edge_and_doctor_reports_it(vault: Path) -> None:
+    (vault / "memory" / "semantic" / "cache-policy.md").write_text(A, encoding="utf-8")
+    (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
+    runtime = open_runtime(vault)
+    assert all(e.target_id == B_ID for e in runtime.index.edges_for(A_ID))
+    report = diagnose(runtime.service.layout, runtime.service.catalog, runtime.index, runtime.service.repo)
+    assert report.dangling_links == [
+        {"path": "memory/semantic/cache-policy.md", "property": "supports", "target": "no-such-note"}
+    ]
+    runtime.close()
