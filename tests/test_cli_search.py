@@ -1,0 +1,100 @@
+"""`vaultmem search`, `reindex` and `doctor` from the command line (issue 3, item 6)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vaultmem.cli import main
+
+pytestmark = pytest.mark.model
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_search_json_prints_exactly_the_memory_search_shape(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "--vault", str(vault), "append", "--kind", "fix", "--json",
+                       "--title", "Port change", "Restart the daemon after changing the port")  # fmt: skip
+    assert code == 0
+    note_id = json.loads(out)["id"]
+    (vault / "memory" / "semantic" / "kettle.md").write_text(
+        "Descale the kettle every month.\n", encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "search", "--vault", str(vault), "--json", "restart daemon port")
+    assert code == 0
+    result = json.loads(out)
+    assert set(result) == {"results", "total", "cursor"}
+    assert result["cursor"] is None
+    first = result["results"][0]
+    assert set(first) == {"id", "slug", "score", "status", "kind", "tags", "snippet"}
+    assert first["id"] == note_id
+    code, out, _ = run(capsys, "search", "--vault", str(vault), "--json", "descale kettle")
+    assert json.loads(out)["results"][0]["slug"] == "kettle"
+
+
+def test_include_deleted_shows_a_forgotten_memory(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "--vault", str(vault), "append", "--kind", "fix", "--json", "Flush the DNS cache")
+    note_id = json.loads(out)["id"]
+    run(capsys, "--vault", str(vault), "forget", note_id)
+    _, out, _ = run(capsys, "--vault", str(vault), "search", "--json", "flush dns cache")
+    assert note_id not in [r["id"] for r in json.loads(out)["results"]]
+    _, out, _ = run(capsys, "--vault", str(vault), "search", "--json", "--include-deleted", "flush dns cache")
+    hits = {r["id"]: r for r in json.loads(out)["results"]}
+    assert hits[note_id]["status"] == "deleted"
+
+
+def test_reindex_full_rebuilds_from_the_vault_and_doctor_agrees(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for i in range(5):
+        run(capsys, "--vault", str(vault), "append", "--kind", "reference", f"Fact number {i} about tea")
+    code, out, _ = run(capsys, "--vault", str(vault), "reindex")
+    assert code == 0 and "index: 5 notes" in out
+    code, out, _ = run(capsys, "--vault", str(vault), "doctor", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] and report["notes"] == 5 and report["index_rows"] == 5
+    shutil.rmtree(vault / ".vaultmem" / "index")
+    code, out, _ = run(capsys, "--vault", str(vault), "reindex", "--full")
+    assert code == 0 and "5 indexed" in out
+
+
+def test_doctor_reports_a_conflict_copy_and_a_malformed_note(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(
+        capsys,
+        "--vault",
+        str(vault),
+        "append",
+        "--kind",
+        "reference",
+        "--title",
+        "Tea",
+        "Green tea at 80 degrees",
+    )
+    copy = vault / "memory" / "semantic" / "tea (Ann's conflicted copy 2026-01-01).md"
+    shutil.copyfile(vault / "memory" / "semantic" / "tea.md", copy)
+    broken = vault / "memory" / "semantic" / "broken.md"
+    broken.write_bytes(b"---\n- a list\n---\nbody\n")
+    code, out, _ = run(capsys, "--vault", str(vault), "doctor", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["ok"]
+    assert "memory/semantic/tea (Ann's conflicted copy 2026-01-01).md" in report["conflict_copies"]
+    assert "memory/semantic/broken.md" in report["malformed"]
+    assert broken.read_bytes() == b"---\n- a list\n---\nbody\n"
+
+
+def test_search_on_a_missing_vault_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "--vault", str(tmp_path / "nope"), "search", "anything")
+    assert code == 1 and "vaultmem init" in err
