@@ -30,4 +30,5 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary_ms(values: list[float]) -> str:
-    return f"p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms, mean {statistics.mean(values):.2f} ms"
+    mean = statistics.mean(values)
+    return f"p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms, mean {mean:.2f} ms"

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, summary_ms  # noqa: E402
+from _common import machine, summary_ms
 
-from vaultmem.config import Settings  # noqa: E402
-from vaultmem.service import VaultService  # noqa: E402
-from vaultmem.vault.init import init_vault  # noqa: E402
+from vaultmem.config import Settings
+from vaultmem.service import VaultService
+from vaultmem.vault.init import init_vault
 
 
 def fresh_service(root: Path) -> VaultService:
@@ -57,9 +57,11 @@ def main() -> None:
             wait.append((time.perf_counter() - t0) * 1000)
         commits_before = service.commits.commits
         per_thread = args.n // args.threads
+
         def worker(k: int) -> None:
             for i in range(per_thread):
                 service.append(text(i, f"c{k}"), "fix", title=f"bench c {k} {i}")
+
         threads = [threading.Thread(target=worker, args=(k,)) for k in range(args.threads)]
         t0 = time.perf_counter()
         for t in threads:
@@ -80,7 +82,8 @@ def main() -> None:
         print(f"| append, not waiting for the commit ({args.n}) | {summary_ms(no_wait)} |")
         print(f"| append, waiting for its commit ({len(wait)}) | {summary_ms(wait)} |")
         print(
-            f"| sustained, {args.threads} threads x {per_thread} | {total / acked:.0f} acknowledged appends/s; "
+            f"| sustained, {args.threads} threads x {per_thread} | "
+            f"{total / acked:.0f} acknowledged appends/s; "
             f"all committed after {committed:.2f} s ({total / committed:.0f}/s) in {grouped} commits |"
         )
         print(f"| git status after close | {'clean' if not status.strip() else 'DIRTY'} |")
