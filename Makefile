@@ -29,6 +29,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/write_path.py
 	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/mcp_e2e.py
 
 serve: $(STAMP)
 	$(BIN)/vaultmem serve --vault "$(VAULT)" --init
