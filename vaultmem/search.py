@@ -11,14 +11,16 @@ Scopes (the ``scope`` argument):
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.errors import InvalidInput
-from vaultmem.index.records import DEFAULT_STATUSES, NoteRecord, SearchFilters
+from vaultmem.index.records import DEFAULT_STATUSES, NoteRecord, SearchFilters, SearchHit
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.ids import canonical_id, compact_hex, is_full_id, is_id_prefix
+from vaultmem.notes.model import parse_time
 from vaultmem.vault.catalog import IDEM_TAG_PREFIX
 
 SCOPES = ("all", "project", "global")
@@ -92,6 +94,34 @@ def _in_scope(record: NoteRecord, req: SearchRequest, filters: SearchFilters) ->
     if filters.project is not None and record.project != filters.project:
         return False
     return filters.kind is None or record.kind == filters.kind
+
+
+def recency_score(updated: str, now: dt.datetime, half_life_days: float) -> float:
+    """1.0 for a note updated now, 0.5 one half-life ago, ... (0 when the date is unreadable)."""
+    when = parse_time(updated)
+    if when is None or half_life_days <= 0:
+        return 0.0
+    age_days = max(0.0, (now - when).total_seconds() / 86400)
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def with_recency(
+    hits: list[SearchHit], weight: float, half_life_days: float, now: dt.datetime
+) -> list[tuple[SearchHit, float]]:
+    """Re-rank hits by ``(1 - weight) * score + weight * recency`` (weight 0 keeps the order).
+
+    Scores are first scaled to the best hit's, so the weight means the same for every query.
+    """
+    if not 0 <= weight <= 1:
+        raise InvalidInput("recency_weight must be between 0 and 1")
+    if weight == 0 or not hits:
+        return [(h, h.score) for h in hits]
+    top = max(h.score for h in hits) or 1.0
+    scored = [
+        (h, (1 - weight) * (h.score / top) + weight * recency_score(h.record.updated, now, half_life_days))
+        for h in hits
+    ]
+    return sorted(scored, key=lambda pair: pair[1], reverse=True)
 
 
 def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:

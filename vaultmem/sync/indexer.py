@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from vaultmem.errors import VaultmemError
 from vaultmem.graph.links import edges_of, typed_links
-from vaultmem.index.records import NoteRecord
+from vaultmem.index.records import EdgeRecord, NoteRecord
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import Note
@@ -50,13 +50,23 @@ def record_for(note: Note) -> NoteRecord:
     )
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A note's standing among its peers (graph document: ``standing`` and its companions)."""
+
+    standing: str  # current | superseded | contradicted
+    superseded_by: tuple[str, ...]
+    contradicted_by: tuple[str, ...]
+
+
 class EdgeSync:
     """Derives the edges table from the typed links in notes' frontmatter."""
 
     def __init__(self, catalog: Catalog, index: NoteIndex) -> None:
         self.catalog = catalog
         self.index = index
-        self._sources: set[str] = set()  # notes whose edges are in the index
+        self._out: dict[str, list[EdgeRecord]] = {}  # source id -> its edges (in the index too)
+        self._in: dict[str, list[EdgeRecord]] = {}  # target id -> edges pointing at it
         self.primed = False  # every linked note's edges computed at least once
 
     def _resolve(self, target: str) -> str | None:
@@ -69,19 +79,55 @@ class EdgeSync:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
         source_id = note.id or derived_id(note.path)
         meta = note.text.meta if note.text is not None else {}
-        if not typed_links(meta) and source_id not in self._sources:
+        if not typed_links(meta) and source_id not in self._out:
             return
         edges, _dangling = edges_of(source_id, meta, self._resolve, note.updated or note.created or "")
         self.index.replace_edges_for(source_id, edges)
-        if edges:
-            self._sources.add(source_id)
-        else:
-            self._sources.discard(source_id)
+        self._set(source_id, edges)
 
     def forget(self, source_id: str) -> None:
-        if source_id in self._sources:
+        if source_id in self._out:
             self.index.replace_edges_for(source_id, [])
-            self._sources.discard(source_id)
+            self._set(source_id, [])
+
+    def _set(self, source_id: str, edges: list[EdgeRecord]) -> None:
+        for old in self._out.pop(source_id, []):
+            incoming = self._in.get(old.target_id, [])
+            incoming[:] = [e for e in incoming if e.source_id != source_id]
+            if not incoming:
+                self._in.pop(old.target_id, None)
+        if edges:
+            self._out[source_id] = list(edges)
+            for edge in edges:
+                self._in.setdefault(edge.target_id, []).append(edge)
+
+    def edges_of(self, note_id: str) -> list[EdgeRecord]:
+        """Every edge that starts or ends at ``note_id`` (from memory; no index query)."""
+        return [*self._out.get(note_id, []), *self._in.get(note_id, [])]
+
+    def standing(self, note_id: str, status: str, is_live: Callable[[str], bool]) -> Standing:
+        """Whether a note is current, superseded or contradicted, and by which live notes.
+
+        Superseded: its status says so, or a live note ``replaces`` it. Contradicted: a live note
+        and it are joined by a ``contradicts`` edge (either direction).
+        """
+        superseded_by = sorted(
+            {e.source_id for e in self._in.get(note_id, []) if e.type == "replaces" and is_live(e.source_id)}
+        )
+        contradicted_by = sorted(
+            {
+                e.target_id if e.source_id == note_id else e.source_id
+                for e in self.edges_of(note_id)
+                if e.type == "contradicts"
+            }
+            - {note_id}
+        )
+        contradicted_by = [i for i in contradicted_by if is_live(i)]
+        if status == "superseded" or superseded_by:
+            return Standing("superseded", tuple(superseded_by), tuple(contradicted_by))
+        if contradicted_by:
+            return Standing("contradicted", (), tuple(contradicted_by))
+        return Standing("current", (), ())
 
     def rebuild(self, layout: VaultLayout) -> int:
         """Recompute every linked note's edges (after a reconcile changed what links resolve to)."""
@@ -190,7 +236,10 @@ def sync_path(
         catalog.forget_path(rel)
         rows = index.records_for_paths([rel])
         if rows:
-            index.delete_ids([r.id for r in rows])
+            index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
+            for row in rows:
+                if edges is not None:
+                    edges.forget(row.id)
         return "removed" if (had or rows) else "unchanged"
     try:
         note = read_note(layout, rel)
