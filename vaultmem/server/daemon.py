@@ -10,9 +10,12 @@ acknowledged write is in git when the process exits.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -21,6 +24,7 @@ from types import FrameType
 
 import anyio
 import uvicorn
+from mcp.server.stdio import stdio_server
 
 from vaultmem.config import Settings
 from vaultmem.errors import VaultError
@@ -200,15 +204,54 @@ class Daemon:
         self.stop()
 
 
+class _StdinRelay:
+    """Standard input, relayed through a socket pair so that a stop signal can end it with EOF.
+
+    The stdio transport reads stdin on a worker thread, and a thread blocked in ``read`` cannot be
+    interrupted: on SIGTERM the server would hang until the host closed the pipe. The relay's
+    reading end gets a clean EOF when :meth:`end` shuts the writing end (without closing it, so
+    no descriptor is recycled under the pump thread), and the server then stops as if the host
+    had hung up.
+    """
+
+    def __init__(self) -> None:
+        self._reader, self._writer = socket.socketpair()
+        self._pump_thread = threading.Thread(target=self._pump, name="vaultmem-stdin", daemon=True)
+        self._pump_thread.start()
+
+    def _pump(self) -> None:
+        try:
+            while chunk := os.read(sys.stdin.fileno(), 65536):
+                self._writer.sendall(chunk)
+        except (OSError, ValueError):
+            pass  # stdin closed, or the relay already ended
+        finally:
+            self.end()
+
+    def end(self) -> None:
+        with contextlib.suppress(OSError):
+            self._writer.shutdown(socket.SHUT_WR)
+
+    def stream(self) -> anyio.AsyncFile[str]:
+        binary = self._reader.makefile("rb")
+        return anyio.wrap_file(io.TextIOWrapper(binary, encoding="utf-8", errors="replace"))
+
+
 def run_stdio(
     settings: Settings, *, embedder: Embedder | None = None, on_ready: Callable[[], None] | None = None
 ) -> None:
-    """Serve the same tools over stdin/stdout until the host closes stdin or a stop signal arrives."""
+    """Serve the same tools over stdin/stdout until the host closes stdin or a stop signal arrives.
+
+    Either way the session ends normally: in-flight calls finish, then the watcher stops and the
+    commit queue is flushed before the process exits.
+    """
     runtime = Runtime(settings, embedder=embedder)
     try:
         runtime.reconcile()
         runtime.start_watching()
         server = build_mcp_server(runtime)
+        lowlevel = server._lowlevel_server  # the SDK's run_stdio_async() offers no way to stop it
+        relay = _StdinRelay()
         if on_ready is not None:
             on_ready()
 
@@ -218,11 +261,12 @@ def run_stdio(
                 async def stop_on_signal() -> None:
                     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                         async for _ in signals:
-                            group.cancel_scope.cancel()
+                            relay.end()
                             return
 
                 group.start_soon(stop_on_signal)
-                await server.run_stdio_async()
+                async with stdio_server(stdin=relay.stream()) as (read, write):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
                 group.cancel_scope.cancel()
 
         anyio.run(main)
