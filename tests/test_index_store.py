@@ -140,11 +140,14 @@ def test_unchanged_text_is_never_re_embedded(tmp_path: Path) -> None:
     embedder = CountingEmbedder()
     idx = NoteIndex.open(tmp_path / "state", embedder)
     idx.upsert(CORPUS)
+    idx.wait_for_writes()  # upserts are applied by the index's writer thread
     first = len(embedder.embedded)
     idx.upsert([note(1, "the cat sat on the mat", status="archived", content_hash="other")])
     idx.upsert(CORPUS)
+    idx.wait_for_writes()
     assert len(embedder.embedded) == first
     idx.upsert([note(1, "a new text")])
+    idx.wait_for_writes()
     assert len(embedder.embedded) == first + 1
 
 
@@ -177,7 +180,9 @@ def test_rebuild_from_scratch_gives_identical_results(tmp_path: Path) -> None:
 
 
 def test_model_change_is_detected_and_rebuild_clears_it(tmp_path: Path) -> None:
-    NoteIndex.open(tmp_path / "state", FakeEmbedder()).upsert(CORPUS)
+    first = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    first.upsert(CORPUS)
+    first.close()
     other = NoteIndex.open(tmp_path / "state", FakeEmbedder(dim=32, model_id="other"))
     assert other.needs_rebuild()
     degraded = other.search("cat")

@@ -75,6 +75,26 @@ def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.fl
     return row
 
 
+def records_from_table(table: pa.Table) -> list[NoteRecord]:
+    """NoteRecords from the record columns of a ``notes`` Arrow table, column by column.
+
+    Repeated short values (status, kind, project) share one string object, which matters for
+    memory when every note is held in memory.
+    """
+    if table.num_rows == 0:
+        return []
+    shared: dict[str, str] = {}
+
+    def share(values: list[Any]) -> list[Any]:
+        return [v if v is None else shared.setdefault(v, v) for v in values]
+
+    columns = {name: table[name].to_pylist() for name in RECORD_COLUMNS}
+    for name in ("status", "kind", "project"):
+        columns[name] = share(columns[name])
+    columns["tags"] = [tuple(t or ()) for t in columns["tags"]]
+    return [NoteRecord(*values) for values in zip(*(columns[name] for name in RECORD_COLUMNS), strict=True)]
+
+
 def record_from_row(row: dict[str, Any]) -> NoteRecord:
     """A NoteRecord from a ``notes`` row (extra columns such as scores are ignored)."""
     values = {name: row[name] for name in RECORD_COLUMNS}

@@ -1,23 +1,27 @@
-"""The two search legs over the notes table and their fusion.
+"""The two search legs and their fusion.
 
-Both legs push the caller's :class:`SearchFilters` down as a LanceDB prefilter, so a project- or
-status-scoped search ranks only rows inside the scope. The BM25 leg runs on a worker thread while
-the query is embedded and the vector leg runs, which keeps a hybrid search close to the cost of
-its slower leg.
+The BM25 leg is LanceDB's native full-text search over ``search_text`` with the caller's
+:class:`SearchFilters` pushed down as a prefilter; it runs on LanceDB's event loop while the
+query is embedded. The vector leg, the context step's neighbour cosines and the records of the
+hits come from the index's in-memory :class:`~vaultmem.index.mirror.NoteMirror`, with the same
+filters applied on its columns, so a scoped search ranks only rows inside the scope.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import OrderedDict
+from collections.abc import Coroutine
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_, InvalidInput
-from vaultmem.index import _schema
 from vaultmem.index.fusion import (
     FusionConfig,
     RelevanceCalibration,
@@ -25,14 +29,26 @@ from vaultmem.index.fusion import (
     fuse,
     propagate_context,
 )
-from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult, sql_in
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult
 
 if TYPE_CHECKING:
     from vaultmem.index.store import NoteIndex
 
-__all__ = ["HybridSearcher", "LegHit"]
+__all__ = ["HybridSearcher", "LegHit", "run_async"]
 
-_SELECT = [*_schema.RECORD_COLUMNS]
+T = TypeVar("T")
+#: Distinct query texts whose vectors are kept (an agent often repeats a query within a task).
+QUERY_CACHE_SIZE = 256
+
+
+def submit_async(coro: Coroutine[Any, Any, T]) -> Future[T]:
+    """Run ``coro`` on LanceDB's background event loop; returns a concurrent future."""
+    return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on LanceDB's background event loop and wait for its result."""
+    return submit_async(coro).result()
 
 
 @dataclass(frozen=True)
@@ -50,41 +66,65 @@ class HybridSearcher:
         self._index = index
         self.fusion = fusion
         self.calibration = calibration
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._query_lock = threading.Lock()
 
     # ----------------------------------------------------------------- legs
 
-    def bm25_candidates(self, query: str, filters: SearchFilters, n: int) -> list[LegHit]:
-        """Top ``n`` notes by LanceDB's native BM25 over ``search_text``, inside ``filters``."""
+    def _bm25_start(self, query: str, filters: SearchFilters, n: int) -> Future[Any]:
         where = filters.to_sql()
+        q = self._index.async_notes_table.query().nearest_to_text(query, columns="search_text")
+        if where:
+            q = q.where(where)
+        return submit_async(q.select(["id", "_score"]).limit(n).to_arrow())
+
+    def _bm25_finish(self, future: Future[Any], filters: SearchFilters) -> list[tuple[str, float]]:
+        """``(id, BM25 score)`` best first, restricted to notes the mirror holds inside ``filters``."""
         try:
-            q = self._index.notes_table.search(query, query_type="fts", fts_columns="search_text")
-            if where:
-                q = q.where(where, prefilter=True)
-            rows = q.select([*_SELECT, "_score"]).limit(n).to_arrow().to_pylist()
+            rows = future.result()
         except Exception as exc:  # LanceDB raises untyped errors
             raise IndexError_(f"the full-text search failed: {exc}; try `vaultmem reindex`") from exc
-        return [LegHit(_schema.record_from_row(r), float(r["_score"])) for r in rows]
+        ids = rows["id"].to_pylist()
+        scores = rows["_score"].to_pylist()
+        inside = self._index.mirror.in_scope(ids, filters)
+        seen: set[str] = set()
+        out: list[tuple[str, float]] = []
+        for note_id, score in zip(ids, scores, strict=True):
+            if note_id in inside and note_id not in seen:  # another process's row not yet mirrored
+                seen.add(note_id)
+                out.append((note_id, float(score)))
+        return out
+
+    def bm25_candidates(self, query: str, filters: SearchFilters, n: int) -> list[LegHit]:
+        """Top ``n`` notes by LanceDB's native BM25 over ``search_text``, inside ``filters``."""
+        self._index.wait_for_writes()
+        ranked = self._bm25_finish(self._bm25_start(query, filters, n), filters)
+        return self._leg_hits(ranked)
 
     def embed_query(self, query: str) -> npt.NDArray[np.float32]:
-        """The query's vector."""
+        """The query's vector (recently asked queries are answered from a small cache)."""
+        with self._query_lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached
         vector: npt.NDArray[np.float32] = self._index.embedder.embed([query])[0]
+        with self._query_lock:
+            self._query_vectors[query] = vector
+            while len(self._query_vectors) > QUERY_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
         return vector
 
     def vector_candidates(
         self, vector: npt.NDArray[np.float32], filters: SearchFilters, n: int
     ) -> list[LegHit]:
         """Top ``n`` notes by cosine similarity to ``vector``, inside ``filters``."""
-        where = filters.to_sql()
-        try:
-            q = self._index.notes_table.search(vector, vector_column_name="vector").distance_type("cosine")
-            if where:
-                q = q.where(where, prefilter=True)
-            rows = q.select([*_SELECT, "_distance"]).limit(n).to_arrow().to_pylist()
-        except Exception as exc:
-            raise IndexError_(f"the vector search failed: {exc}; try `vaultmem reindex`") from exc
-        return [LegHit(_schema.record_from_row(r), 1.0 - float(r["_distance"])) for r in rows]
+        self._index.wait_for_writes()
+        return self._leg_hits(self._index.mirror.nearest(vector, filters, n))
+
+    def _leg_hits(self, ranked: list[tuple[str, float]]) -> list[LegHit]:
+        records = self._index.mirror.get_many(i for i, _ in ranked)
+        return [LegHit(records[i], s) for i, s in ranked if i in records]
 
     # ----------------------------------------------------------------- public searches
 
@@ -136,9 +176,11 @@ class HybridSearcher:
         _check(query, k)
         gate = self.calibration.min_relevance if min_relevance is None else min_relevance
         pool = max(self.fusion.pool, k)
-        bm25_future = self._executor().submit(self.bm25_candidates, query, filters, pool)
+        self._index.wait_for_writes()
+        mirror = self._index.mirror
+        bm25_future = self._bm25_start(query, filters, pool)
         warnings: list[str] = []
-        vector_hits: list[LegHit] = []
+        vector_ranked: list[tuple[str, float]] = []
         query_vector: npt.NDArray[np.float32] | None = None
         degraded = False
         try:
@@ -147,22 +189,22 @@ class HybridSearcher:
                     "the stored vectors belong to another embedding model; run `vaultmem reindex`"
                 )
             query_vector = self.embed_query(query)
-            vector_hits = self.vector_candidates(query_vector, filters, pool)
         except IndexError_ as exc:
             degraded = True
             warnings.append(f"vector search unavailable: {exc}")
-        bm25_hits = _result(bm25_future)
-        records = {h.record.id: h.record for h in (*bm25_hits, *vector_hits)}
-        bm25_ranked = [(h.record.id, h.score) for h in bm25_hits]
-        vector_ranked = [(h.record.id, h.score) for h in vector_hits]
+        bm25_ranked = self._bm25_finish(bm25_future, filters)
+        if query_vector is not None:  # after BM25 is done, so NumPy does not compete with it for cores
+            vector_ranked = mirror.nearest(query_vector, filters, pool)
         fused = fuse(bm25_ranked, vector_ranked, self.fusion)
         if self.fusion.context_weight > 0 and fused:
-            extra = self._context_neighbours(fused, records, filters, query_vector)
+            extra = self._context_neighbours(fused, filters, query_vector)
             if extra:
                 fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=extra)
             window = self.fusion.context_window_s
             adjacency = {f.id: self._index.timeline.neighbours(f.id, window) for f in fused}
             fused = propagate_context(fused, adjacency, self.fusion.context_weight)
+        records = mirror.get_many(f.id for f in fused)
+        fused = [f for f in fused if f.id in records]
         hits: list[SearchHit] = []
         filtered_out = 0
         for f in fused:
@@ -198,49 +240,21 @@ class HybridSearcher:
     def _context_neighbours(
         self,
         fused: list[Any],
-        records: dict[str, NoteRecord],
         filters: SearchFilters,
         query_vector: npt.NDArray[np.float32] | None,
     ) -> dict[str, float]:
-        """Cosines of the time-adjacent notes of the top hits that no leg returned.
-
-        Their rows are fetched (inside ``filters``) and added to ``records``.
-        """
+        """Cosines of the time-adjacent notes (inside ``filters``) of the top hits no leg returned."""
         window = self.fusion.context_window_s
+        candidates = {f.id for f in fused}
         wanted = {
             n
             for f in fused[: self.fusion.context_expand]
             for n in self._index.timeline.neighbours(f.id, window)
-            if n not in records
+            if n not in candidates
         }
         if not wanted or query_vector is None:
             return {}
-        where = sql_in("id", sorted(wanted))
-        scope = filters.to_sql()
-        if scope:
-            where = f"({where}) AND {scope}"
-        try:
-            rows = self._index.notes_table.search().where(where).select([*_SELECT, "vector"]).to_arrow()
-        except Exception as exc:
-            raise IndexError_(f"the context lookup failed: {exc}; try `vaultmem reindex`") from exc
-        sims: dict[str, float] = {}
-        vectors = rows["vector"].to_numpy(zero_copy_only=False)
-        for row, vector in zip(rows.select(list(_SELECT)).to_pylist(), vectors, strict=True):
-            record = _schema.record_from_row(row)
-            records[record.id] = record
-            sims[record.id] = float(np.dot(np.asarray(vector, dtype=np.float32), query_vector))
-        return sims
-
-    def _executor(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vaultmem-search")
-            return self._pool
-
-
-def _result(future: Future[Any]) -> list[LegHit]:
-    result: list[LegHit] = future.result()
-    return result
+        return self._index.mirror.similarities(sorted(wanted), query_vector, filters)
 
 
 def _check(query: str, k: int) -> None:

@@ -1,19 +1,26 @@
 """NoteIndex: the derived LanceDB index of the vault (notes, embedding cache, edges).
 
 Everything here can be rebuilt from the vault: deleting the state directory loses nothing a
-person cares about. Writes are serialised by one lock; searches read lock-free. Every LanceDB
-error is translated once, here, into :class:`~vaultmem.errors.IndexError_`.
+person cares about. Every LanceDB error is translated once, here, into
+:class:`~vaultmem.errors.IndexError_`.
 
 Layout under ``<state_dir>/lancedb``: ``notes`` (one row per note, vector + combined
 ``search_text`` with LanceDB's native BM25 index), ``embeddings`` (vectors keyed by model id and
 the sha256 of the embedded text, so a reindex re-embeds nothing unchanged) and ``edges``.
 ``<state_dir>/index.json`` records the model id, vector width and index layout version the
 tables were built with.
+
+In memory: a :class:`~vaultmem.index.mirror.NoteMirror` of the notes table (records, vectors,
+filter columns) and the per-project :class:`~vaultmem.index.timeline.Timeline`, both loaded from
+the notes table at open. Writes go through a :class:`~vaultmem.index.writer.WriteQueue`: the call
+returns at once, one thread embeds and commits in order, and every read first waits for the
+writes queued before it (read your writes without making the vault's write path wait).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,6 +39,7 @@ from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
+from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import (
     EdgeRecord,
     NoteRecord,
@@ -43,10 +51,13 @@ from vaultmem.index.records import (
     sql_literal,
     text_hash,
 )
-from vaultmem.index.search import HybridSearcher
+from vaultmem.index.search import HybridSearcher, run_async
 from vaultmem.index.timeline import Timeline
+from vaultmem.index.writer import DeleteNotes, ReplaceEdges, UpsertNotes, WriteOp, WriteQueue
 
 __all__ = ["NoteIndex"]
+
+log = logging.getLogger(__name__)
 
 #: Bump when the derived columns (search_text, embedding text) or FTS options change.
 LAYOUT_VERSION = 3
@@ -84,19 +95,27 @@ class NoteIndex:
         self._state_dir = state_dir
         self._db = db
         self._embedder = embedder
-        self._write_lock = threading.RLock()
+        # Held by the writer thread while it applies a batch, and by rebuild/foreground maintenance.
+        self._apply_lock = threading.RLock()
         self._maintenance_thread: threading.Thread | None = None
         self._maintenance_threshold = maintenance_threshold
         self._pending_writes = 0
         self._pending_cache: dict[str, npt.NDArray[np.float32]] = {}
         self._cached_hashes: set[str] | None = None
+        self._closed = False
+        #: The last error the writer met (it logs and goes on; a reconcile repairs the index).
+        self.last_write_error: IndexError_ | None = None
         self._meta = self._read_meta()
         self._notes: Any = None  # LanceDB tables (untyped library objects)
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
         self.timeline = Timeline()
-        self._load_timeline()
+        self.mirror = NoteMirror(embedder.dim)
+        repairs = self._load_mirror()
+        self._writes = WriteQueue(self._apply)
+        for op in repairs:
+            self._writes.submit(op)
         self.searcher = HybridSearcher(self, fusion=fusion, calibration=calibration)
 
     # ----------------------------------------------------------------- opening and metadata
@@ -184,12 +203,42 @@ class NoteIndex:
             else:
                 self._edges = self._db.create_table("edges", schema=_schema.edges_schema())
 
-    def _load_timeline(self) -> None:
-        with _lance_errors("load the note timeline"):
-            rows = self._notes.search().select(["id", "project", "created"]).to_arrow()
-        self.timeline.add_many(
-            zip(rows["id"].to_pylist(), rows["project"].to_pylist(), rows["created"].to_pylist(), strict=True)
-        )
+    def _load_mirror(self) -> list[WriteOp]:
+        """Fill the mirror and the timeline from the notes table; returns repairs to queue.
+
+        Two rows with one id (two processes that both added the note) are collapsed here and
+        rewritten as one row by the returned repair.
+        """
+        with_vectors = not self.needs_rebuild()
+        columns = [*_schema.RECORD_COLUMNS, *(["vector"] if with_vectors else [])]
+        with _lance_errors("load the notes into memory"):
+            table = run_async(self.async_notes_table.query().select(columns).to_arrow())
+        records = _schema.records_from_table(table)
+        dim = self._embedder.dim
+        if with_vectors and records:
+            vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+        else:
+            vectors = np.zeros((len(records), dim), dtype=np.float32)
+        seen: dict[str, int] = {}
+        for row, record in enumerate(records):
+            seen[record.id] = row  # the last row of an id wins
+        repairs: list[WriteOp] = []
+        if len(seen) != len(records):
+            keep = sorted(seen.values())
+            dupes = sorted(_duplicates(records))
+            log.warning("the index held %d note id(s) twice; rewriting them once", len(dupes))
+            records = [records[i] for i in keep]
+            vectors = vectors[keep]
+            twice = set(dupes)
+            repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
+        self.mirror.put(records, vectors)
+        self.timeline.add_many((r.id, r.project, r.created) for r in records)
+        return repairs
+
+    @property
+    def async_notes_table(self) -> Any:
+        """LanceDB's asynchronous handle of the notes table (one event-loop hop per query)."""
+        return self._notes._table
 
     def needs_rebuild(self) -> bool:
         """True when the stored vectors or derived columns were built by another model/layout."""
@@ -204,48 +253,158 @@ class NoteIndex:
 
         Vectors come from the embedding cache where the (model, text) pair was seen before.
         """
-        with self._write_lock, _lance_errors("rebuild the notes table"):
-            records = list(self.iter_records())
+        self.wait_for_writes()
+        self.wait_for_maintenance()
+        with self._apply_lock, _lance_errors("rebuild the notes table"):
+            records = self.mirror.records()
             self._db.drop_table("notes")
             self._notes = self._db.create_table("notes", schema=_schema.notes_schema(self._embedder.dim))
             _schema.create_note_indices(self._notes)
             self._write_meta()
+            mirror = NoteMirror(self._embedder.dim, capacity=len(records))
             for start in range(0, len(records), 1024):
-                self._insert(records[start : start + 1024], merge=False)
+                chunk = records[start : start + 1024]
+                vectors = self._vectors_for([embedding_text(r) for r in chunk])
+                self._notes.add(self._rows(chunk, vectors))
+                mirror.put(chunk, vectors)
+            self.mirror = mirror
             self._maintain_locked()
             return len(records)
 
     # ----------------------------------------------------------------- writes
 
     def upsert(self, records: Sequence[NoteRecord]) -> None:
-        """Insert or replace notes by id. Unchanged texts are never re-embedded."""
+        """Insert or replace notes by id; applied in the background, visible to the next read.
+
+        Unchanged texts are never re-embedded.
+        """
         if not records:
             return
         ids = [r.id for r in records]
         if len(set(ids)) != len(ids):
             raise InvalidInput("upsert got the same note id twice in one batch")
-        with self._write_lock, _lance_errors("store notes"):
-            self._insert(records, merge=True)
-            self._pending_writes += 1
+        self._submit(UpsertNotes(list(records)))
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        """Remove notes (and the edges they are the source of) from the index."""
+        ids = sorted(set(ids))
+        if ids:
+            self._submit(DeleteNotes(ids))
+
+    def replace_edges_for(self, source_id: str, edges: Sequence[EdgeRecord]) -> None:
+        """Make ``edges`` the complete set of edges whose source is ``source_id``."""
+        if any(e.source_id != source_id for e in edges):
+            raise InvalidInput("every edge passed to replace_edges_for must have that source_id")
+        self._submit(ReplaceEdges(source_id, list(edges)))
+
+    def _submit(self, op: WriteOp) -> None:
+        if self._closed:
+            raise IndexError_("the search index is closed")
+        self._writes.submit(op)
+
+    def wait_for_writes(self, timeout: float | None = None) -> None:
+        """Block until every write queued before this call is applied (reads call this first)."""
+        if not self._writes.wait(timeout):
+            raise IndexError_(f"the search index did not catch up with its writes within {timeout} s")
+
+    def _apply(self, batch: list[WriteOp]) -> None:
+        """The writer thread: apply ``batch`` in order, consecutive upserts as one."""
+        with self._apply_lock:
+            group: dict[str, NoteRecord] = {}
+            for op in batch:
+                if isinstance(op, UpsertNotes):
+                    for record in op.records:
+                        group.pop(record.id, None)
+                        group[record.id] = record
+                    continue
+                self._guarded("store notes", self._apply_upserts, list(group.values()))
+                group = {}
+                if isinstance(op, DeleteNotes):
+                    self._guarded("delete notes", self._apply_delete, op.ids)
+                else:
+                    self._guarded("store edges", self._apply_edges, op)
+            self._guarded("store notes", self._apply_upserts, list(group.values()))
             due = self._pending_writes >= self._maintenance_threshold
         if due:
             self.maintenance(background=True)
 
-    def _insert(self, records: Sequence[NoteRecord], *, merge: bool) -> None:
-        vectors = self._vectors_for([embedding_text(r) for r in records])
-        rows = [_schema.note_row(r, search_text(r), vectors[i]) for i, r in enumerate(records)]
-        table = pa.Table.from_pylist(rows, schema=self._notes.schema)
-        if merge:
+    def _guarded(self, action: str, apply: Any, arg: Any) -> None:
+        try:
+            with _lance_errors(action):
+                apply(arg)
+        except IndexError_ as exc:  # the vault has the note; the next reconcile indexes it
+            self.last_write_error = exc
+            log.warning("%s", exc)
+
+    def _apply_upserts(self, records: list[NoteRecord]) -> None:
+        if not records:
+            return
+        vectors = self._vectors_for_records(records)
+        new = [r.id for r in records if r.id not in self.mirror]
+        # Another vaultmem process may have added a note this one has not seen yet.
+        present = self._ids_in_table(new) if new else set()
+        added = {i for i in new if i not in present}
+        fresh = [i for i, r in enumerate(records) if r.id in added]
+        known = [i for i, r in enumerate(records) if r.id not in added]
+        if fresh:
+            self._notes.add(self._rows([records[i] for i in fresh], vectors[fresh]))
+        if known:
             (
                 self._notes.merge_insert("id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
-                .execute(table)
+                .execute(self._rows([records[i] for i in known], vectors[known]))
             )
-        else:
-            self._notes.add(table)
+        self.mirror.put(records, vectors)
         for r in records:
             self.timeline.add(r.id, r.project, r.created)
+        self._pending_writes += 1
+
+    def _apply_delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 512):
+            chunk = ids[start : start + 512]
+            self._notes.delete(sql_in("id", chunk))
+            self._edges.delete(sql_in("source_id", chunk))
+        self.mirror.remove(ids)
+        for note_id in ids:
+            self.timeline.remove(note_id)
+        self._pending_writes += 1
+
+    def _apply_edges(self, op: ReplaceEdges) -> None:
+        self._edges.delete(f"source_id = {sql_literal(op.source_id)}")
+        if op.edges:
+            rows = [asdict(e) for e in op.edges]
+            self._edges.add(pa.Table.from_pylist(rows, schema=_schema.edges_schema()))
+        self._pending_writes += 1
+
+    def _rows(self, records: Sequence[NoteRecord], vectors: npt.NDArray[np.float32]) -> pa.Table:
+        rows = [_schema.note_row(r, search_text(r), vectors[i]) for i, r in enumerate(records)]
+        return pa.Table.from_pylist(rows, schema=self._notes.schema)
+
+    def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), 512):
+            where = sql_in("id", ids[start : start + 512])
+            rows = run_async(self.async_notes_table.query().where(where).select(["id"]).to_arrow())
+            found.update(rows["id"].to_pylist())
+        return found
+
+    def _vectors_for_records(self, records: Sequence[NoteRecord]) -> npt.NDArray[np.float32]:
+        """Vectors of ``records``: the stored one when the embedded text did not change."""
+        out = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
+        todo: list[int] = []
+        for i, record in enumerate(records):
+            old = self.mirror.get(record.id)
+            vector = None
+            if old is not None and embedding_text(old) == embedding_text(record) and not self.needs_rebuild():
+                vector = self.mirror.vector(record.id)
+            if vector is None:
+                todo.append(i)
+            else:
+                out[i] = vector
+        if todo:
+            out[todo] = self._vectors_for([embedding_text(records[i]) for i in todo])
+        return out
 
     def _vectors_for(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors for ``texts``: from the cache when known, else embedded and queued for caching."""
@@ -295,86 +454,52 @@ class NoteIndex:
         self._known_hashes().update(self._pending_cache)
         self._pending_cache.clear()
 
-    def delete_ids(self, ids: Iterable[str]) -> None:
-        """Remove notes (and the edges they are the source of) from the index."""
-        ids = sorted(set(ids))
-        if not ids:
-            return
-        with self._write_lock, _lance_errors("delete notes"):
-            for start in range(0, len(ids), 512):
-                chunk = ids[start : start + 512]
-                self._notes.delete(sql_in("id", chunk))
-                self._edges.delete(sql_in("source_id", chunk))
-            for note_id in ids:
-                self.timeline.remove(note_id)
-            self._pending_writes += 1
-
-    # ----------------------------------------------------------------- reads
-
-    def _query(self, where: str | None, limit: int | None = None) -> list[NoteRecord]:
-        query = self._notes.search()
-        if where:
-            query = query.where(where)
-        if limit is not None:
-            query = query.limit(limit)
-        with _lance_errors("read notes"):
-            rows = query.select(list(_schema.RECORD_COLUMNS)).to_arrow().to_pylist()
-        return [_schema.record_from_row(row) for row in rows]
+    # ----------------------------------------------------------------- reads (from memory)
 
     def get(self, note_id: str) -> NoteRecord | None:
         """The note with this id, or None."""
-        found = self._query(f"id = {sql_literal(note_id)}", limit=1)
-        return found[0] if found else None
+        self.wait_for_writes()
+        return self.mirror.get(note_id)
 
     def get_many(self, ids: Sequence[str]) -> dict[str, NoteRecord]:
         """The notes among ``ids`` that exist, by id."""
-        if not ids:
-            return {}
-        return {r.id: r for r in self._query(sql_in("id", sorted(set(ids))))}
+        self.wait_for_writes()
+        return self.mirror.get_many(ids)
 
     def ids_with_prefix(self, hexprefix: str, limit: int = 100) -> list[str]:
         """Ids whose hex digits (hyphens removed, lower-case) start with ``hexprefix``, in id order."""
         prefix = hexprefix.replace("-", "").lower()
         if not prefix or any(c not in "0123456789abcdef" for c in prefix):
             raise InvalidInput(f"{hexprefix!r} is not a hexadecimal id prefix")
-        where = f"starts_with(lower(replace(id, '-', '')), {sql_literal(prefix)})"
-        with _lance_errors("look up an id prefix"):
-            rows = self._notes.search().where(where).select(["id"]).to_arrow()
-        return sorted(rows["id"].to_pylist())[:limit]
+        self.wait_for_writes()
+        found = [r.id for r in self.mirror.records() if r.id.replace("-", "").lower().startswith(prefix)]
+        return sorted(found)[:limit]
 
     def path_hashes(self) -> dict[str, str]:
         """``{vault-relative path: content_hash}`` of every indexed note (for reconcile)."""
-        with _lance_errors("list indexed paths"):
-            rows = self._notes.search().select(["path", "content_hash"]).to_arrow()
-        return dict(zip(rows["path"].to_pylist(), rows["content_hash"].to_pylist(), strict=True))
+        self.wait_for_writes()
+        return self.mirror.path_hashes()
 
     def path_hashes_for(self, paths: Sequence[str]) -> dict[str, str]:
         """``{path: content_hash}`` of the indexed notes among ``paths``."""
-        if not paths:
-            return {}
-        with _lance_errors("look up indexed paths"):
-            rows = (
-                self._notes.search()
-                .where(sql_in("path", sorted(set(paths))))
-                .select(["path", "content_hash"])
-                .to_arrow()
-            )
-        return dict(zip(rows["path"].to_pylist(), rows["content_hash"].to_pylist(), strict=True))
+        self.wait_for_writes()
+        return self.mirror.path_hashes(paths)
 
     def records_for_paths(self, paths: Sequence[str]) -> list[NoteRecord]:
         """The indexed notes stored under any of ``paths``."""
-        if not paths:
-            return []
-        return self._query(sql_in("path", sorted(set(paths))))
+        self.wait_for_writes()
+        found = self.mirror.get_many(self.mirror.ids_for_paths(paths))
+        return [found[i] for i in sorted(found)]
 
     def iter_records(self) -> Iterator[NoteRecord]:
         """Every indexed note (order unspecified)."""
-        yield from self._query(None)
+        self.wait_for_writes()
+        yield from self.mirror.records()
 
     def count(self) -> int:
         """Number of indexed notes."""
-        with _lance_errors("count notes"):
-            return int(self._notes.count_rows())
+        self.wait_for_writes()
+        return len(self.mirror)
 
     # ----------------------------------------------------------------- search
 
@@ -399,19 +524,9 @@ class NoteIndex:
 
     # ----------------------------------------------------------------- edges
 
-    def replace_edges_for(self, source_id: str, edges: Sequence[EdgeRecord]) -> None:
-        """Make ``edges`` the complete set of edges whose source is ``source_id``."""
-        if any(e.source_id != source_id for e in edges):
-            raise InvalidInput("every edge passed to replace_edges_for must have that source_id")
-        with self._write_lock, _lance_errors("store edges"):
-            self._edges.delete(f"source_id = {sql_literal(source_id)}")
-            if edges:
-                rows = [asdict(e) for e in edges]
-                self._edges.add(pa.Table.from_pylist(rows, schema=_schema.edges_schema()))
-            self._pending_writes += 1
-
     def edges_for(self, note_id: str) -> list[EdgeRecord]:
         """Edges that start or end at ``note_id``, ordered by edge id."""
+        self.wait_for_writes()
         lit = sql_literal(note_id)
         with _lance_errors("read edges"):
             rows = self._edges.search().where(f"source_id = {lit} OR target_id = {lit}").to_arrow()
@@ -423,17 +538,21 @@ class NoteIndex:
     def maintenance(self, *, background: bool = False) -> None:
         """Compact small fragments, fold new rows into the FTS index and prune old versions.
 
-        Thousands of single-row upserts otherwise leave thousands of fragments and an FTS index
+        Thousands of single-row writes otherwise leave thousands of fragments and an FTS index
         that no longer covers them (still correct — unindexed rows are scanned — but slower).
-        With ``background=True`` the work runs on a daemon thread unless one is running already.
+        With ``background=True`` the work runs on a daemon thread unless one is running already;
+        it does not block writes: a compaction that loses a commit race to a write gives up and
+        is retried at the next threshold.
         """
         if not background:
-            with self._write_lock:
+            self.wait_for_writes()
+            with self._apply_lock:
                 self._maintain_locked()
             return
-        with self._write_lock:
+        with self._apply_lock:
             if self._maintenance_thread is not None and self._maintenance_thread.is_alive():
                 return
+            self._pending_writes = 0
             self._maintenance_thread = threading.Thread(
                 target=self._background_maintenance, name="vaultmem-index-maintenance", daemon=True
             )
@@ -441,10 +560,14 @@ class NoteIndex:
 
     def _background_maintenance(self) -> None:
         try:
-            with self._write_lock:
-                self._maintain_locked()
-        except IndexError_:
-            pass  # retried at the next threshold or timer tick; searches stay correct meanwhile
+            with self._apply_lock, _lance_errors("flush the embedding cache"):
+                self._flush_cache()
+                tables = (self._notes, self._cache, self._edges)
+            with _lance_errors("optimise its tables"):
+                for table in tables:
+                    table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+        except IndexError_ as exc:
+            log.debug("background index maintenance gave up: %s", exc)
 
     def _maintain_locked(self) -> None:
         with _lance_errors("optimise its tables"):
@@ -460,7 +583,19 @@ class NoteIndex:
             thread.join(timeout)
 
     def close(self) -> None:
-        """Flush queued cache rows and wait for background work."""
+        """Apply queued writes, flush queued cache rows and wait for background work."""
+        if self._closed:
+            return
+        self._closed = True
+        self._writes.close()
         self.wait_for_maintenance()
-        with self._write_lock, _lance_errors("flush the embedding cache"):
+        with self._apply_lock, _lance_errors("flush the embedding cache"):
             self._flush_cache()
+
+
+def _duplicates(records: Sequence[NoteRecord]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for r in records:
+        (twice if r.id in seen else seen).add(r.id)
+    return twice

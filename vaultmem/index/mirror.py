@@ -1,0 +1,291 @@
+"""The notes table held in memory: records, a vector matrix and the columns searches filter on.
+
+LanceDB keeps the notes durable and answers the BM25 leg; everything else a search needs (the
+vector leg, the context step's neighbour cosines, the records of the hits, the filters) is
+answered from here, which turns ~10 ms of LanceDB round trips per search into well under 1 ms of
+NumPy at 10k notes. The mirror is loaded from the notes table when the index opens and changed
+only by the index's writer, after the same change reached LanceDB, so the two never disagree in
+what they hold (see ``docs/architecture.md``, "The index in memory").
+
+Rows are kept dense: a deleted note's row is filled with the last row, so a scan is a plain
+matrix-vector product over ``vectors[:n]``. Vectors are unit length, so a cosine is a dot product.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultmem.errors import InvalidInput
+from vaultmem.index.records import NoteRecord, SearchFilters
+
+__all__ = ["NoteMirror"]
+
+Vector = npt.NDArray[np.float32]
+_NO_PROJECT = -1
+_UNKNOWN = -2  # a code no row has: an unknown filter value matches nothing
+
+
+class _Codes:
+    """A growing dictionary of small integer codes for the values of one column."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        found = self._codes.get(value)
+        if found is None:
+            found = self._codes[value] = len(self._codes)
+        return found
+
+    def lookup(self, value: str) -> int:
+        return self._codes.get(value, _UNKNOWN)
+
+
+class NoteMirror:
+    """Every indexed note's record and vector, with vectorised filters and nearest-neighbour scans.
+
+    Thread-safe: the index's writer mutates it while searches read it; each method holds a lock
+    for the length of one scan (about a millisecond at 100k notes).
+    """
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._n = 0
+        self._ids: list[str] = []
+        self._records: list[NoteRecord] = []
+        self._row: dict[str, int] = {}
+        self._by_path: dict[str, set[str]] = {}
+        capacity = max(capacity, 16)
+        self._vectors: Vector = np.zeros((capacity, dim), dtype=np.float32)
+        self._status = np.zeros(capacity, dtype=np.int32)
+        self._project = np.zeros(capacity, dtype=np.int32)
+        self._kind = np.zeros(capacity, dtype=np.int32)
+        self._status_codes = _Codes()
+        self._project_codes = _Codes()
+        self._kind_codes = _Codes()
+        self._strings: dict[str, str] = {}  # one shared str per repeated value (memory)
+
+    # ----------------------------------------------------------------- writes
+
+    def put(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
+        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``)."""
+        if len(records) != len(vectors):
+            raise ValueError("put needs one vector per record")
+        with self._lock:
+            self._reserve(self._n + len(records))
+            for record, vector in zip(records, vectors, strict=True):
+                record = self._shared(record)
+                row = self._row.get(record.id)
+                if row is None:
+                    row = self._n
+                    self._n += 1
+                    self._ids.append(record.id)
+                    self._records.append(record)
+                    self._row[record.id] = row
+                else:
+                    self._unlink_path(self._records[row])
+                    self._records[row] = record
+                self._by_path.setdefault(record.path, set()).add(record.id)
+                self._vectors[row] = vector
+                self._status[row] = self._status_codes.code(record.status)
+                self._project[row] = (
+                    _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
+                )
+                self._kind[row] = self._kind_codes.code(record.kind)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget notes (unknown ids are ignored)."""
+        with self._lock:
+            for note_id in ids:
+                row = self._row.pop(note_id, None)
+                if row is None:
+                    continue
+                self._unlink_path(self._records[row])
+                last = self._n - 1
+                if row != last:  # fill the hole with the last row, so rows stay dense
+                    moved = self._ids[last]
+                    self._ids[row] = moved
+                    self._records[row] = self._records[last]
+                    self._row[moved] = row
+                    for column in (self._vectors, self._status, self._project, self._kind):
+                        column[row] = column[last]
+                self._ids.pop()
+                self._records.pop()
+                self._n = last
+
+    def clear(self) -> None:
+        """Forget every note."""
+        with self._lock:
+            self._n = 0
+            self._ids.clear()
+            self._records.clear()
+            self._row.clear()
+            self._by_path.clear()
+
+    def _reserve(self, rows: int) -> None:
+        capacity = len(self._vectors)
+        if rows <= capacity:
+            return
+        while capacity < rows:
+            capacity *= 2
+        vectors = np.zeros((capacity, self.dim), dtype=np.float32)
+        vectors[: self._n] = self._vectors[: self._n]
+        self._vectors = vectors
+        for name in ("_status", "_project", "_kind"):
+            old = getattr(self, name)
+            grown = np.zeros(capacity, dtype=np.int32)
+            grown[: self._n] = old[: self._n]
+            setattr(self, name, grown)
+
+    def _unlink_path(self, record: NoteRecord) -> None:
+        ids = self._by_path.get(record.path)
+        if ids is not None:
+            ids.discard(record.id)
+            if not ids:
+                del self._by_path[record.path]
+
+    def _shared(self, record: NoteRecord) -> NoteRecord:
+        """The same record with its repeated short strings shared with earlier rows."""
+        strings = self._strings
+        status = strings.setdefault(record.status, record.status)
+        kind = strings.setdefault(record.kind, record.kind)
+        project = None if record.project is None else strings.setdefault(record.project, record.project)
+        if status is record.status and kind is record.kind and project is record.project:
+            return record
+        return NoteRecord(
+            id=record.id,
+            path=record.path,
+            slug=record.slug,
+            title=record.title,
+            kind=kind,
+            status=status,
+            project=project,
+            tags=record.tags,
+            text=record.text,
+            content_hash=record.content_hash,
+            created=record.created,
+            updated=record.updated,
+        )
+
+    # ----------------------------------------------------------------- lookups
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, note_id: object) -> bool:
+        return note_id in self._row
+
+    def get(self, note_id: str) -> NoteRecord | None:
+        """The record of ``note_id``, or None."""
+        with self._lock:
+            row = self._row.get(note_id)
+            return None if row is None else self._records[row]
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, NoteRecord]:
+        """The records among ``ids`` that exist, by id."""
+        with self._lock:
+            return {i: self._records[self._row[i]] for i in ids if i in self._row}
+
+    def vector(self, note_id: str) -> Vector | None:
+        """A copy of the stored vector of ``note_id``, or None."""
+        with self._lock:
+            row = self._row.get(note_id)
+            return None if row is None else self._vectors[row].copy()
+
+    def records(self) -> list[NoteRecord]:
+        """Every record (a snapshot, in row order)."""
+        with self._lock:
+            return list(self._records)
+
+    def __iter__(self) -> Iterator[NoteRecord]:
+        return iter(self.records())
+
+    def ids_for_paths(self, paths: Iterable[str]) -> list[str]:
+        """Ids of the notes stored under any of ``paths``."""
+        with self._lock:
+            return sorted({i for p in paths for i in self._by_path.get(p, ())})
+
+    def path_hashes(self, paths: Iterable[str] | None = None) -> dict[str, str]:
+        """``{path: content_hash}`` of every note, or of those under ``paths``."""
+        with self._lock:
+            if paths is None:
+                return {r.path: r.content_hash for r in self._records}
+            return {
+                self._records[self._row[i]].path: self._records[self._row[i]].content_hash
+                for p in paths
+                for i in self._by_path.get(p, ())
+            }
+
+    # ----------------------------------------------------------------- filters and scans
+
+    def _mask_locked(self, filters: SearchFilters) -> npt.NDArray[np.bool_] | None:
+        """Rows inside ``filters`` (None: every row), with the semantics of ``filters.to_sql()``."""
+        n = self._n
+        mask: npt.NDArray[np.bool_] | None = None
+
+        def narrow(more: npt.NDArray[np.bool_]) -> None:
+            nonlocal mask
+            mask = more if mask is None else mask & more
+
+        if filters.statuses is not None:
+            allowed = set(filters.statuses) | ({"deleted"} if filters.include_deleted else set())
+            if not allowed:
+                raise InvalidInput("statuses must name at least one status, or be None for any")
+            codes = [self._status_codes.lookup(s) for s in allowed]
+            narrow(np.isin(self._status[:n], codes))
+        elif not filters.include_deleted:
+            narrow(self._status[:n] != self._status_codes.lookup("deleted"))
+        if filters.project is not None:
+            narrow(self._project[:n] == self._project_codes.lookup(filters.project))
+        if filters.kind is not None:
+            narrow(self._kind[:n] == self._kind_codes.lookup(filters.kind))
+        if filters.tags:
+            wanted = filters.tags
+            narrow(np.fromiter((wanted.issubset(r.tags) for r in self._records), dtype=np.bool_, count=n))
+        return mask
+
+    def in_scope(self, ids: Iterable[str], filters: SearchFilters) -> set[str]:
+        """The ids among ``ids`` that exist and are inside ``filters``."""
+        with self._lock:
+            mask = self._mask_locked(filters)
+            rows = [(i, self._row[i]) for i in ids if i in self._row]
+            return {i for i, row in rows if mask is None or mask[row]}
+
+    def nearest(self, query: Vector, filters: SearchFilters, n: int) -> list[tuple[str, float]]:
+        """The ``n`` notes inside ``filters`` most similar to ``query``: ``(id, cosine)``, best first.
+
+        Exact (a full scan, as LanceDB's flat search without a vector index); ties by id.
+        """
+        query = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            mask = self._mask_locked(filters)
+            rows: npt.NDArray[np.intp] | None = None
+            if mask is None:
+                scores = self._vectors[: self._n] @ query
+            else:
+                rows = np.flatnonzero(mask)
+                if len(rows) * 8 < self._n:  # a narrow scope: gather its rows (a copy) and scan them
+                    scores = self._vectors[rows] @ query
+                else:  # a wide scope: scan everything in place, then keep the scope's scores
+                    scores = (self._vectors[: self._n] @ query)[rows]
+            top = np.argpartition(-scores, n - 1)[:n] if len(scores) > n else np.arange(len(scores))
+            found = [(self._ids[int(t) if rows is None else int(rows[t])], float(scores[t])) for t in top]
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return found
+
+    def similarities(self, ids: Iterable[str], query: Vector, filters: SearchFilters) -> dict[str, float]:
+        """Cosine of ``query`` with each note among ``ids`` that exists and is inside ``filters``."""
+        query = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            mask = self._mask_locked(filters)
+            rows = [(i, self._row[i]) for i in ids if i in self._row]
+            rows = [(i, row) for i, row in rows if mask is None or mask[row]]
+            if not rows:
+                return {}
+            scores = self._vectors[[row for _, row in rows]] @ query
+            return {i: float(s) for (i, _), s in zip(rows, scores, strict=True)}
