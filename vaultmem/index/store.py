@@ -383,6 +383,7 @@ class NoteIndex:
 
     def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
+        self._notes.checkout_latest()  # see what other processes committed since we last looked
         for start in range(0, len(ids), 512):
             where = sql_in("id", ids[start : start + 512])
             rows = run_async(self.async_notes_table.query().where(where).select(["id"]).to_arrow())
