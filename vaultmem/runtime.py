@@ -7,11 +7,12 @@ index with the vault once (catching what changed while it was down), then watche
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
 from typing import Any
 
 from vaultmem.config import Settings
-from vaultmem.index.embedder import Embedder, OnnxEmbedder
+from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex
 from vaultmem.search import SearchRequest, memory_search
@@ -37,7 +38,16 @@ def calibration_for(settings: Settings) -> RelevanceCalibration:
     return replace(base, **overrides)
 
 
+#: Test-only: ``VAULTMEM_EMBEDDER=fake`` makes a daemon subprocess embed with the deterministic
+#: :class:`FakeEmbedder` (no model, instant start), for crash and soak tests. Never set it in use:
+#: an index built with the fake model is rebuilt when the real one next opens it.
+EMBEDDER_ENV = "VAULTMEM_EMBEDDER"
+
+
 def embedder_for(settings: Settings) -> Embedder:
+    """The embedder for ``settings``: the packaged ONNX model, or the model in ``model_dir``."""
+    if os.environ.get(EMBEDDER_ENV) == "fake":
+        return FakeEmbedder()
     return OnnxEmbedder(settings.model_dir, threads=settings.embed_threads)
 
 
@@ -65,19 +75,23 @@ class Runtime:
 
     # -- keeping the index in step ------------------------------------------------------------
     def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
-        """Make the index equal the vault (the catalog is rescanned first unless told not to)."""
-        with self.service.lock:
-            if rescan_vault:
+        """Make the index equal the vault (the catalog is rescanned first unless told not to).
+
+        Only the catalog rescan holds the service's write lock (decisions must not see it half
+        built); the index work runs beside the agents' writes.
+        """
+        if rescan_vault:
+            with self.service.lock:
                 self.service.catalog.scan()
-            if self.index.needs_rebuild():
-                self.index.rebuild()
-            return reconcile(
-                self.service.layout, self.service.catalog, self.index, progress=progress, edges=self.edges
-            )
+        if self.index.needs_rebuild():
+            self.index.rebuild()
+        return reconcile(
+            self.service.layout, self.service.catalog, self.index, progress=progress, edges=self.edges
+        )
 
     def sync_path(self, rel: str) -> str:
-        with self.service.lock:
-            return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
+        """One watched path: catalog and index brought up to date (the catalog locks itself)."""
+        return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
 
     def _rescan(self) -> list[str]:
         report = self.reconcile()

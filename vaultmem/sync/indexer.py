@@ -251,11 +251,9 @@ def sync_path(
         log.warning("%s", exc)
         return "malformed"
     known = catalog.by_path(rel)
-    if (
-        known is not None
-        and known.content_hash == note.content_hash
-        and index.path_hashes_for([rel]).get(rel) == note.content_hash
-    ):
+    if known is not None and known.content_hash == note.content_hash:
+        # Already known at this exact content: the daemon's own write (its pipeline updates the
+        # index), or an event for a file that did not change. No index query on this hot path.
         return "unchanged"
     catalog.refresh(rel)
     record = record_for(note)
