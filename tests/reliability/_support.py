@@ -1,0 +1,188 @@
+"""Helpers for the reliability suite: a real `vaultmem serve` subprocess, and checks of the vault,
+its git history and its index that every scenario ends with."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from vaultmem.config import Settings
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.notes.frontmatter import parse
+from vaultmem.runtime import Runtime
+from vaultmem.vault.atomic import TEMP_PREFIX
+from vaultmem.vault.layout import VaultLayout
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+
+
+class Lines:
+    """The lines a process prints, read on a thread so that every wait is bounded."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.put(line)
+
+    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} in: {''.join(self.seen)}") from None
+            self.seen.append(line)
+            found = regex.search(line)
+            if found:
+                return found
+
+    def drain(self) -> str:
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return "".join(self.seen)
+
+
+class ServeProcess:
+    """``vaultmem serve`` on a free loopback port, with the fake embedder (instant start)."""
+
+    def __init__(self, vault: Path, config_home: Path, *extra: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+        env.update(XDG_CONFIG_HOME=str(config_home), VAULTMEM_EMBEDDER="fake")
+        self.process = subprocess.Popen(
+            [VAULTMEM, "serve", "--vault", str(vault), "--port", "0", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        self.output = Lines(self.process.stdout)
+        try:
+            self.url = self.output.until(r"MCP URL:\s+(\S+)").group(1)
+            self.token = self.output.until(r"token:\s+(\S+)").group(1)
+            self.output.until(r"Stop with Ctrl-C")
+        except BaseException:
+            self.kill()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs (the crash every acknowledged write must survive)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self._reap()
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait: the clean shutdown (watcher stopped, commits flushed)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=timeout)
+        self._reap()
+        return code
+
+    def _reap(self) -> None:
+        self.process.wait(timeout=60)
+        self.output.thread.join(timeout=30)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    result = subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args], cwd=root, capture_output=True, text=True, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {result.stderr}")
+    return result.stdout
+
+
+def temp_files(vault: Path) -> list[str]:
+    """vaultmem temp files anywhere under the vault (state directory included, .git excluded)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(vault):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        found += [os.path.join(dirpath, n) for n in filenames if n.startswith(TEMP_PREFIX)]
+    return found
+
+
+def notes_by_id(vault: Path) -> dict[str, tuple[str, dict[str, Any], str]]:
+    """Every note in the vault with an id: id -> (relative path, frontmatter, body)."""
+    layout = VaultLayout(vault)
+    out: dict[str, tuple[str, dict[str, Any], str]] = {}
+    for rel, _st in layout.iter_note_paths():
+        text = (vault / rel).read_text(encoding="utf-8")
+        note = parse(text)
+        if note.meta.get("id"):
+            out[str(note.meta["id"])] = (rel, note.meta, note.body)
+    return out
+
+
+def assert_no_half_notes(vault: Path) -> None:
+    """Every note file is non-empty and parses with a closed frontmatter block."""
+    layout = VaultLayout(vault)
+    for rel, st in layout.iter_note_paths():
+        assert st.st_size > 0, f"{rel} is empty"
+        text = (vault / rel).read_text(encoding="utf-8")
+        note = parse(text)
+        if text.startswith("---"):
+            assert note.meta, f"{rel} has an unreadable frontmatter block: {text[:200]!r}"
+
+
+def assert_git_clean_and_sound(vault: Path) -> None:
+    fsck = subprocess.run(
+        ["git", "fsck", "--full", "--strict"], cwd=vault, capture_output=True, text=True, check=False
+    )
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert "error" not in fsck.stderr.lower(), fsck.stderr
+
+
+def file_hashes(vault: Path) -> dict[str, str]:
+    """(path, sha256 of the bytes) of every note file, computed without vaultmem's index code."""
+    layout = VaultLayout(vault)
+    return {
+        rel: hashlib.sha256((vault / rel).read_bytes()).hexdigest() for rel, _st in layout.iter_note_paths()
+    }
+
+
+def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: list[str]) -> None:
+    """After a reconcile, the index on ``state_dir`` answers exactly as a fresh build does."""
+    answers: list[Any] = []
+    hashes: list[dict[str, str]] = []
+    for state in (state_dir, fresh_state):
+        settings = Settings.resolve(vault, state, durable=False)
+        with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
+            runtime.reconcile()
+            hashes.append(runtime.index.path_hashes())
+            # Every hit (k above the note count), so that ties at a cut-off cannot differ; the
+            # order among equal scores is not part of the answer.
+            answers.append(
+                [
+                    sorted((-round(h.score, 4), h.record.id) for h in runtime.index.search(q, k=500).hits)
+                    for q in queries
+                ]
+            )
+    assert hashes[0] == hashes[1]
+    assert answers[0] == answers[1]
