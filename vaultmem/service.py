@@ -34,6 +34,7 @@ from vaultmem.vault.store import NoteStore, StagedWrite
 log = logging.getLogger(__name__)
 Clock = Callable[[], dt.datetime]
 DEFAULT_IMPORTANCE = 0.5
+_GENERATION_BYTES = 64
 
 
 class NoteListener(Protocol):
@@ -80,6 +81,7 @@ class VaultService:
         # value other than the last one seen means another process wrote, so rescan the catalog.
         self._generation_file = self.layout.state_dir / "write.generation"
         self._generation = ""
+        self._gen_fd: int | None = None
         self._open(background_commits)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -109,6 +111,9 @@ class VaultService:
         finally:
             self.commits.close()
             self.catalog.save_cache()
+            if self._gen_fd is not None:
+                os.close(self._gen_fd)
+                self._gen_fd = None
 
     def __enter__(self) -> VaultService:
         return self
@@ -424,9 +429,14 @@ class VaultService:
         return note, decision
 
     # -- other vaultmem processes on this vault -------------------------------------------------
+    def _generation_fd(self) -> int:
+        if self._gen_fd is None:
+            self._gen_fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o600)
+        return self._gen_fd
+
     def _read_generation(self) -> str:
         try:
-            return self._generation_file.read_text(encoding="utf-8").strip()
+            return os.pread(self._generation_fd(), _GENERATION_BYTES, 0).decode("ascii", "replace").strip()
         except OSError:
             return ""
 
@@ -439,11 +449,16 @@ class VaultService:
                 self._generation = seen
 
     def _bump_generation(self) -> None:
-        """Tell the other processes this one wrote (process lock and thread lock held)."""
+        """Tell the other processes this one wrote (process lock and thread lock held).
+
+        The marker is rewritten in place: it is read only under the same cross-process lock, so it
+        needs neither a rename nor an fsync (it is a hint for this boot, not durable state).
+        """
         value = f"{os.getpid()}-{uuid7()}"
-        tmp = self._generation_file.with_name(self._generation_file.name + ".tmp")
-        tmp.write_text(value, encoding="utf-8")
-        tmp.replace(self._generation_file)
+        try:
+            os.pwrite(self._generation_fd(), value.ljust(_GENERATION_BYTES).encode("ascii"), 0)
+        except OSError as exc:  # the note is written; other processes rescan on their own start
+            log.warning("could not update %s: %s", self._generation_file, exc)
         self._generation = value
 
     # -- planning each kind of write ----------------------------------------------------------
