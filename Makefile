@@ -4,6 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 VAULT ?= $(or $(VAULTMEM_VAULT),$(HOME)/vaultmem-vault)
 STAMP := $(VENV)/.installed
+# Synthetic vault sizes for benchmarks/scale.py (add 100000 for the full run, ~15 min the first time).
+BENCH_SIZES ?= 1000,10000
 
 .PHONY: install test test-all lint bench serve clean
 
@@ -30,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/write_path.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/mcp_e2e.py
+	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
 
 serve: $(STAMP)
 	$(BIN)/vaultmem serve --vault "$(VAULT)" --init

@@ -1,7 +1,17 @@
-"""Retrieval benchmark: LoCoMo and SciFact loaded into a NoteIndex and queried through its search.
+"""Retrieval benchmark: LoCoMo and SciFact loaded through the public service API and searched.
 
-    .venv/bin/python benchmarks/retrieval.py            # both datasets, every leg + the hybrid
-    .venv/bin/python benchmarks/retrieval.py --latency  # upsert/search latency at ~11k notes
+    .venv/bin/python benchmarks/retrieval.py            # both datasets through Runtime (the default)
+    .venv/bin/python benchmarks/retrieval.py --direct   # straight into a NoteIndex (quick experiments)
+    .venv/bin/python benchmarks/retrieval.py --latency  # search latency at ~11k notes (NoteIndex)
+
+Through the service (default): a temporary vault (daily cap raised in its ``filing.yaml``), one
+``Runtime(settings)``, every corpus row written with ``runtime.service.append(text, kind="reference",
+title=..., project=...)`` under a clock set to the row's timestamp, every question asked with
+``runtime.search(SearchRequest(query, scope="project", project=conv, limit=10))``, i.e. the
+``memory_search`` tool with its default relevance gate. The exact-fingerprint dedup of ``append``
+merges identical turns into one note (possibly in another conversation's project); a retrieved note
+is scored as every corpus id it stands for. The legs and the ungated hybrid are measured on the same
+index through ``NoteIndex.search_bm25`` / ``search_vector`` / ``searcher.search``.
 
 Protocol (../shared/bench/README.md): LoCoMo stores one note per dialogue turn (title = speaker and
 session date, text = the turn, project = the conversation) and asks each question inside its
@@ -26,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -224,7 +235,7 @@ def legs(index: NoteIndex) -> dict[str, SearchFn]:
     return {
         "bm25": lambda text, project, k: _ids(index.search_bm25(text, scope(project), k)),
         "vector": lambda text, project, k: _ids(index.search_vector(text, scope(project), k)),
-        "hybrid": lambda text, project, k: _ids(
+        "hybrid (gate off)": lambda text, project, k: _ids(
             index.searcher.search(text, scope(project), k, min_relevance=0)
         ),
     }
@@ -244,6 +255,105 @@ def bench_dataset(dataset: Dataset, embedder: Embedder) -> dict[str, dict[str, d
             embedder.save()
         results = {name: evaluate(run_queries(fn, dataset), dataset) for name, fn in legs(index).items()}
         index.close()
+    return results
+
+
+class _StepClock:
+    """The service's clock, set to each corpus row's timestamp before it is appended."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2000, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _service_runtime(root: Path, embedder: Embedder, clock: _StepClock) -> Any:
+    from vaultmem.config import Settings
+    from vaultmem.runtime import Runtime
+    from vaultmem.vault.init import init_vault
+
+    init_vault(root)
+    contract = root / "filing.yaml"
+    contract.write_text(
+        contract.read_text(encoding="utf-8").replace("daily_write_cap: 200", "daily_write_cap: 10000000"),
+        encoding="utf-8",
+    )
+    # durable=False: no fsync per note; this measures ranking, not the write path.
+    return Runtime(Settings.resolve(root, durable=False), embedder=embedder, clock=clock)
+
+
+def load_through_service(runtime: Any, clock: _StepClock, dataset: Dataset) -> dict[str, set[str]]:
+    """Append every row; returns ``{note id: corpus ids it stands for}``."""
+    stands_for: dict[str, set[str]] = {}
+    for note in dataset.notes:
+        clock.now = datetime.fromisoformat(note.created)
+        result = runtime.service.append(note.text, kind="reference", title=note.title, project=note.project)
+        stands_for.setdefault(result["id"], set()).add(note.id)
+    runtime.index.wait_for_writes()
+    return stands_for
+
+
+def evaluate_notes(
+    runs: dict[str, list[str]], stands_for: dict[str, set[str]], dataset: Dataset
+) -> dict[str, dict[str, float]]:
+    """Like :func:`evaluate`, for rankings of note ids that may each stand for several corpus ids."""
+    groups: dict[str, list[dict[str, float]]] = {}
+    for q in dataset.queries:
+        m = score_groups([stands_for.get(i, {i}) for i in runs[q.id]], dataset.qrels[q.id])
+        groups.setdefault("all", []).append(m)
+        if q.category:
+            groups.setdefault(f"cat{q.category}", []).append(m)
+    return {
+        g: {metric: statistics.fmean(m[metric] for m in ms) for metric in ms[0]} for g, ms in groups.items()
+    }
+
+
+def score_groups(ranked: list[set[str]], relevant: set[str]) -> dict[str, float]:
+    """recall@k counts the relevant corpus ids the top k notes stand for; a note is a hit for
+    hit@5 and nDCG@10 when it stands for any relevant id (the ideal ranking as in :func:`score`)."""
+    dcg = sum(1 / math.log2(i + 2) for i, ids in enumerate(ranked[:10]) if ids & relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+
+    def covered(k: int) -> int:
+        return len(set().union(*ranked[:k]) & relevant) if ranked[:k] else 0
+
+    return {
+        "recall@5": covered(5) / len(relevant),
+        "recall@10": covered(10) / len(relevant),
+        "hit@5": float(covered(5) > 0),
+        "nDCG@10": dcg / ideal,
+    }
+
+
+def bench_dataset_service(dataset: Dataset, embedder: Embedder) -> dict[str, dict[str, dict[str, float]]]:
+    from vaultmem.search import SearchRequest
+
+    clock = _StepClock()
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = _service_runtime(Path(tmp) / "vault", embedder, clock)
+        started = time.perf_counter()
+        stands_for = load_through_service(runtime, clock, dataset)
+        merged = len(dataset.notes) - len(stands_for)
+        print(
+            f"{dataset.name}: {len(dataset.notes)} rows -> {len(stands_for)} notes "
+            f"({merged} merged by the fingerprint dedup) in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
+        if isinstance(embedder, CachedEmbedder):
+            embedder.save()
+        runtime.index.maintenance()
+
+        def public(text: str, project: str, k: int) -> list[str]:
+            found = runtime.search(SearchRequest(text, scope="project", project=project, limit=k))
+            return [r["id"] for r in found["results"]]
+
+        rankings = {**legs(runtime.index), "memory_search": public}
+        results = {
+            name: evaluate_notes(run_queries(fn, dataset), stands_for, dataset)
+            for name, fn in rankings.items()
+        }
+        runtime.close()
     return results
 
 
@@ -288,10 +398,11 @@ def bench_latency(embedder: Embedder, real: Embedder) -> None:
             note = _note(f"lat-{i}", "Latency probe", f"note {i}: {queries[i]}", "conv-26", base)
             start = time.perf_counter()
             index.upsert([note])
+            index.wait_for_writes()  # the writer's cost: embed + LanceDB add + memory update
             upserts.append((time.perf_counter() - start) * 1000)
         index.wait_for_maintenance()
         print(f"notes: {index.count()}")
-        print(f"upsert one note (embed + write): {_percentiles(upserts)}")
+        print(f"upsert one note, applied (embed + write, on the writer thread): {_percentiles(upserts)}")
         for label, project in (
             ("scoped to one LoCoMo conversation", "conv-26"),
             ("SciFact project", "scifact"),
@@ -316,7 +427,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", choices=["locomo", "scifact", "both"], default="both")
-    parser.add_argument("--latency", action="store_true", help="measure upsert/search latency instead")
+    parser.add_argument("--latency", action="store_true", help="measure search latency instead")
+    parser.add_argument("--direct", action="store_true", help="load straight into a NoteIndex (no vault)")
     args = parser.parse_args()
     real = OnnxEmbedder()
     embedder = CachedEmbedder(real)
@@ -328,7 +440,8 @@ def main() -> None:
     for name in names:
         started = time.perf_counter()
         dataset = load_locomo() if name == "locomo" else load_scifact()
-        results[name] = bench_dataset(dataset, embedder)
+        run = bench_dataset if args.direct else bench_dataset_service
+        results[name] = run(dataset, embedder)
         print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print_tables(results)
 

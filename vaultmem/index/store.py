@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
@@ -110,9 +110,12 @@ class NoteIndex:
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
+        with _lance_errors("load the notes into memory"):  # before the model is needed
+            columns = [*_schema.RECORD_COLUMNS, "vector"]
+            stored = run_async(self.async_notes_table.query().select(columns).to_arrow())
         self.timeline = Timeline()
         self.mirror = NoteMirror(embedder.dim)
-        repairs = self._load_mirror()
+        repairs = self._load_mirror(stored)
         self._writes = WriteQueue(self._apply)
         for op in repairs:
             self._writes.submit(op)
@@ -136,6 +139,8 @@ class NoteIndex:
         :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
         """
         state_dir = Path(state_dir)
+        # Load the model while LanceDB opens and the notes are read (about a third of a cold start).
+        threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load", daemon=True).start()
         with _lance_errors(f"open {state_dir}"):
             state_dir.mkdir(parents=True, exist_ok=True)
             db = lancedb.connect(str(state_dir / "lancedb"))
@@ -185,10 +190,10 @@ class NoteIndex:
     def _open_tables(self) -> None:
         with _lance_errors("open its tables"):
             existing = set(self._db.list_tables().tables)
-            dim = self._embedder.dim
             if "notes" not in existing or not self._meta:
                 if "notes" in existing:
                     self._db.drop_table("notes")
+                dim = self._embedder.dim
                 self._notes = self._db.create_table("notes", schema=_schema.notes_schema(dim))
                 _schema.create_note_indices(self._notes)
                 self._write_meta()
@@ -203,16 +208,13 @@ class NoteIndex:
             else:
                 self._edges = self._db.create_table("edges", schema=_schema.edges_schema())
 
-    def _load_mirror(self) -> list[WriteOp]:
-        """Fill the mirror and the timeline from the notes table; returns repairs to queue.
+    def _load_mirror(self, table: pa.Table) -> list[WriteOp]:
+        """Fill the mirror and the timeline from the notes table's rows; returns repairs to queue.
 
         Two rows with one id (two processes that both added the note) are collapsed here and
         rewritten as one row by the returned repair.
         """
         with_vectors = not self.needs_rebuild()
-        columns = [*_schema.RECORD_COLUMNS, *(["vector"] if with_vectors else [])]
-        with _lance_errors("load the notes into memory"):
-            table = run_async(self.async_notes_table.query().select(columns).to_arrow())
         records = _schema.records_from_table(table)
         dim = self._embedder.dim
         if with_vectors and records:
@@ -592,6 +594,12 @@ class NoteIndex:
         self.wait_for_maintenance()
         with self._apply_lock, _lance_errors("flush the embedding cache"):
             self._flush_cache()
+
+
+def _warm(embedder: Embedder) -> None:
+    """Load the embedding model (its width and id) ahead of first use; errors surface at that use."""
+    with suppress(Exception):  # reported where the model is first needed
+        _ = embedder.dim, embedder.model_id
 
 
 def _duplicates(records: Sequence[NoteRecord]) -> set[str]:
