@@ -3,6 +3,7 @@
     VaultmemError                  every error this package raises on purpose
     ├── InvalidInput               the caller passed something unusable (fix the arguments)
     ├── NotFound                   an id or path addresses nothing
+    ├── Conflict                   the write contradicts the current state (an edge already joins a pair)
     ├── ContractError              the filing contract does not load or validate (fix the file)
     ├── CapReached                 the daily write cap refuses a new note (wait, or raise the cap)
     ├── VaultError                 the vault on disk is unusable (missing, read-only, malformed note)
@@ -26,6 +27,10 @@ class InvalidInput(VaultmemError, ValueError):
 
 class NotFound(VaultmemError, LookupError):
     """An id or path addresses nothing in the vault."""
+
+
+class Conflict(VaultmemError):
+    """The write contradicts what is already there (a pair of thoughts carries one edge)."""
 
 
 class ContractError(VaultmemError):

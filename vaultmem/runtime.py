@@ -12,6 +12,10 @@ from dataclasses import replace
 from typing import Any
 
 from vaultmem.config import Settings
+from vaultmem.graph.lookup import Lookup
+from vaultmem.graph.recall import Recall
+from vaultmem.graph.service import GraphStore
+from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex
@@ -71,6 +75,10 @@ class Runtime:
         )
         self.edges = EdgeSync(self.service.catalog, self.index)
         self.service.listeners.append(IndexListener(self.index, self.edges))
+        # The graph tools (memory_recall, memory_store): reads and writes over the same vault and index.
+        lookup = Lookup(self.service, self.index, self.edges)
+        self.recall = Recall(lookup, calibration_for(settings), self.service._now)
+        self.store = GraphStore(lookup, PreviewTokens())
         self.watcher: VaultWatcher | None = None
 
     # -- keeping the index in step ------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.notes.slugs import make_slug
 
 MAX_PROJECT_CHARS = 100
+#: Namespace of the ids of projects whose project.yaml carries no ``id``: uuid5(namespace, slug).
+PROJECT_ID_NAMESPACE = uuid.UUID("6d1c9a4e-2b7f-5e30-8c41-9f0a7b3d2e15")
 _BAD_PROJECT = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -34,12 +37,19 @@ def validate_project(project: str | None) -> str | None:
     return name
 
 
+def project_id_for(slug: str) -> str:
+    """The stable id of a project without an ``id`` in its project.yaml (derived from its folder)."""
+    return str(uuid.uuid5(PROJECT_ID_NAMESPACE, slug))
+
+
 @dataclass(frozen=True)
 class Project:
     slug: str
     name: str
     code_paths: tuple[str, ...]
     description: str | None
+    #: project.yaml's ``id`` when it has one, else :func:`project_id_for` of the folder name.
+    id: str = ""
 
 
 class ProjectRegistry:
@@ -74,6 +84,14 @@ class ProjectRegistry:
                     if best is None or depth > best[0]:
                         best = (depth, project)
         return best[1] if best else None
+
+    def by_name(self, contract: Contract, name: str) -> Project | None:
+        """The registered project whose display name (or folder) is ``name``, case-insensitively."""
+        wanted = name.casefold()
+        for project in self.projects(contract):
+            if project.name.casefold() == wanted or project.slug.casefold() == wanted:
+                return project
+        return None
 
     def space_for(self, contract: Contract, project: str) -> str:
         """The vault-relative folder a project's entries are filed in.
@@ -123,12 +141,16 @@ def _read_all(files: list[Path]) -> tuple[list[Project], dict[str, str]]:
             paths = []
         name = data.get("name")
         description = data.get("description")
+        given_id = data.get("id")
         projects.append(
             Project(
                 slug=file.parent.name,
                 name=str(name) if isinstance(name, str) and name else file.parent.name,
                 code_paths=tuple(str(p) for p in paths if isinstance(p, str) and p),
                 description=str(description) if isinstance(description, str) else None,
+                id=str(given_id)
+                if isinstance(given_id, str | int) and str(given_id).strip()
+                else project_id_for(file.parent.name),
             )
         )
     return projects, problems

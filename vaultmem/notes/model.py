@@ -11,6 +11,8 @@ from vaultmem.notes.frontmatter import MalformedNote, NoteText, compose, parse
 
 #: Statuses a note may carry. ``unfiled`` is a capture awaiting review; ``deleted`` is a soft delete.
 STATUSES = frozenset({"active", "unfiled", "deleted", "superseded", "archived", "expired"})
+#: The graph tools' word for ``unfiled`` (a thought not yet reviewed): see docs/architecture.md.
+DRAFT_STATUS = "unfiled"
 #: Statuses that count as live: searchable by default and eligible for dedup.
 LIVE_STATUSES = frozenset({"active", "unfiled"})
 
@@ -18,7 +20,13 @@ LIVE_STATUSES = frozenset({"active", "unfiled"})
 OWNED_KEYS = (
     "id", "title", "kind", "status", "project", "tags", "created", "updated", "importance",
     "occurrences", "source", "filing", "instructions", "always_load", "deleted_at", "delete_reason",
+    "is_cluster", "is_protected", "is_global", "surface_after", "url_links",
+    # Typed links (vaultmem.graph.links.EDGE_TYPES) and their creation times.
+    "related", "parent", "develops", "replaces", "cluster", "references", "depends_on", "contradicts",
+    "supports", "link_created",
 )  # fmt: skip
+#: Boolean flags of a thought (graph tools); written only when true, absent means false.
+FLAG_KEYS = ("is_cluster", "is_protected", "is_global")
 
 
 def utc_now() -> dt.datetime:
@@ -84,6 +92,12 @@ class Note:
     always_load: bool = False
     deleted_at: str | None = None
     delete_reason: str | None = None
+    is_cluster: bool = False
+    is_protected: bool = False
+    is_global: bool = False
+    surface_after: str | None = None
+    #: ``(text, url, label)`` of each url link, in stored order.
+    url_links: tuple[tuple[str, str, str], ...] = ()
     text: NoteText | None = None
 
     @property
@@ -168,8 +182,28 @@ def note_from_text(raw: str, path: str) -> Note:
         always_load=meta.get("always_load") is True,
         deleted_at=text_key("deleted_at"),
         delete_reason=text_key("delete_reason"),
+        is_cluster=meta.get("is_cluster") is True,
+        is_protected=meta.get("is_protected") is True,
+        is_global=meta.get("is_global") is True,
+        surface_after=text_key("surface_after"),
+        url_links=_url_links(meta.get("url_links")),
         text=doc,
     )
+
+
+def _url_links(value: Any) -> tuple[tuple[str, str, str], ...]:
+    """``url_links: [{text, url, label?}]`` as tuples; rows that are not such a mapping are skipped
+    (a person's odd entry is kept in the file, just not reported)."""
+    if not isinstance(value, list):
+        return ()
+    links: list[tuple[str, str, str]] = []
+    for row in value:
+        if not isinstance(row, dict):
+            continue
+        text, url, label = row.get("text"), row.get("url"), row.get("label")
+        if isinstance(text, str) and isinstance(url, str):
+            links.append((text, url, label if isinstance(label, str) and label else text))
+    return tuple(links)
 
 
 def new_note_text(fields: dict[str, Any], body: str) -> NoteText:

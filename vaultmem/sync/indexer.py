@@ -19,12 +19,14 @@ from vaultmem.index.store import NoteIndex
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, read_note
-from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
 log = logging.getLogger(__name__)
 #: Namespace of ids derived for notes a person wrote without an ``id`` (stable while the path is).
 _DERIVED_NS = uuid.UUID("8f7a4c52-3c1e-4d0b-9a55-6b1d2f0e7a10")
 Progress = Callable[[int, int], None]
+#: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
+CONFLICT_COPY_TAG = "conflict-copy"
 
 
 def derived_id(path: str) -> str:
@@ -32,17 +34,28 @@ def derived_id(path: str) -> str:
     return str(uuid.uuid5(_DERIVED_NS, path))
 
 
-def record_for(note: Note) -> NoteRecord:
-    """The index record of a note."""
+def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
+    """The index record of a note.
+
+    A file carrying another file's id (a sync client's conflict copy, a copy made by hand) is
+    indexed under an id derived from its path, so both stay searchable and neither replaces the
+    other; a conflict copy is flagged with the ``conflict-copy`` tag.
+    """
+    note_id = note.id or derived_id(note.path)
+    if note.id and catalog is not None:
+        owner = catalog.by_id(note.id)
+        if owner is not None and owner.path != note.path:
+            note_id = derived_id(note.path)
+    tags = (*note.tags, CONFLICT_COPY_TAG) if is_conflict_copy(note.path) else note.tags
     return NoteRecord(
-        id=note.id or derived_id(note.path),
+        id=note_id,
         path=note.path,
         slug=note.slug,
         title=note.title,
         kind=note.kind,
         status=note.status,
         project=note.project,
-        tags=note.tags,
+        tags=tags,
         text=note.body,
         content_hash=note.content_hash,
         created=note.created or "",
@@ -67,6 +80,7 @@ class EdgeSync:
         self.index = index
         self._out: dict[str, list[EdgeRecord]] = {}  # source id -> its edges (in the index too)
         self._in: dict[str, list[EdgeRecord]] = {}  # target id -> edges pointing at it
+        self._by_id: dict[str, EdgeRecord] = {}  # edge id -> edge
         self.primed = False  # every linked note's edges computed at least once
 
     def _resolve(self, target: str) -> str | None:
@@ -77,13 +91,21 @@ class EdgeSync:
 
     def update(self, note: Note) -> None:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
-        source_id = note.id or derived_id(note.path)
-        meta = note.text.meta if note.text is not None else {}
-        if not typed_links(meta) and source_id not in self._out:
-            return
-        edges, _dangling = edges_of(source_id, meta, self._resolve, note.updated or note.created or "")
-        self.index.replace_edges_for(source_id, edges)
-        self._set(source_id, edges)
+        self.update_many([note])
+
+    def update_many(self, notes: list[Note]) -> None:
+        """Replace the outgoing edges of each note: in memory at once, then in the index."""
+        changed: list[tuple[str, list[EdgeRecord]]] = []
+        for note in notes:
+            source_id = note.id or derived_id(note.path)
+            meta = note.text.meta if note.text is not None else {}
+            if not typed_links(meta) and source_id not in self._out:
+                continue
+            edges, _dangling = edges_of(source_id, meta, self._resolve, note.updated or note.created or "")
+            self._set(source_id, edges)
+            changed.append((source_id, edges))
+        for source_id, edges in changed:
+            self.index.replace_edges_for(source_id, edges)
 
     def forget(self, source_id: str) -> None:
         if source_id in self._out:
@@ -92,6 +114,7 @@ class EdgeSync:
 
     def _set(self, source_id: str, edges: list[EdgeRecord]) -> None:
         for old in self._out.pop(source_id, []):
+            self._by_id.pop(old.edge_id, None)
             incoming = self._in.get(old.target_id, [])
             incoming[:] = [e for e in incoming if e.source_id != source_id]
             if not incoming:
@@ -100,6 +123,17 @@ class EdgeSync:
             self._out[source_id] = list(edges)
             for edge in edges:
                 self._in.setdefault(edge.target_id, []).append(edge)
+                self._by_id[edge.edge_id] = edge
+
+    def find(self, edge_id: str) -> EdgeRecord | None:
+        """The edge with this id (from memory)."""
+        return self._by_id.get(edge_id)
+
+    def outgoing(self, note_id: str) -> list[EdgeRecord]:
+        return list(self._out.get(note_id, []))
+
+    def incoming(self, note_id: str) -> list[EdgeRecord]:
+        return list(self._in.get(note_id, []))
 
     def edges_of(self, note_id: str) -> list[EdgeRecord]:
         """Every edge that starts or ends at ``note_id`` (from memory; no index query)."""
@@ -151,9 +185,13 @@ class IndexListener:
         self.edges = edges
 
     def note_written(self, note: Note) -> None:
-        self.index.upsert([record_for(note)])
+        self.notes_written([note])
+
+    def notes_written(self, notes: list[Note]) -> None:
+        """A batch written as one action: one index upsert, then the edges of every note."""
+        self.index.upsert([record_for(n) for n in notes])
         if self.edges is not None:
-            self.edges.update(note)
+            self.edges.update_many(notes)
 
 
 @dataclass
@@ -203,7 +241,7 @@ def reconcile(
         except MalformedNote as exc:
             report.malformed[rel] = str(exc)
             continue
-        pending.append(record_for(note))
+        pending.append(record_for(note, catalog))
         if len(pending) >= batch:
             index.upsert(pending)
             done += len(pending)
@@ -256,7 +294,7 @@ def sync_path(
         # index), or an event for a file that did not change. No index query on this hot path.
         return "unchanged"
     catalog.refresh(rel)
-    record = record_for(note)
+    record = record_for(note, catalog)
     try:
         replaced = [r.id for r in index.records_for_paths([rel]) if r.id != record.id]
         if replaced:  # the id in the file was edited by hand: drop the row under the old id

@@ -18,14 +18,15 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 
+from vaultmem.errors import InvalidInput
 from vaultmem.graph.links import typed_links
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 IDEM_TAG_PREFIX = "idem-"
 
 
@@ -52,6 +53,12 @@ class Entry:
     links: tuple[tuple[str, str], ...]
     mtime_ns: int
     size: int
+    importance: float | None = None
+    is_cluster: bool = False
+    is_protected: bool = False
+    is_global: bool = False
+    surface_after: str | None = None
+    url_links: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def slug(self) -> str:
@@ -84,12 +91,21 @@ class Entry:
             links=typed_links(note.text.meta) if note.text is not None else (),
             mtime_ns=mtime_ns,
             size=size,
+            importance=note.importance,
+            is_cluster=note.is_cluster,
+            is_protected=note.is_protected,
+            is_global=note.is_global,
+            surface_after=note.surface_after,
+            url_links=note.url_links,
         )
 
 
 def read_note(layout: VaultLayout, rel: str) -> Note:
     """Read and parse one note; raise MalformedNote for a file that cannot be read as a note."""
-    path = layout.resolve(rel)
+    try:
+        path = layout.resolve(rel)
+    except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
+        raise MalformedNote(f"{rel}: links to a file outside the vault; vaultmem does not follow it") from exc
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -183,18 +199,22 @@ class Catalog:
 
     def _add(self, entry: Entry) -> None:
         self._by_path[entry.path] = entry
+        copy = is_conflict_copy(entry.path)
         if entry.id:
-            if entry.id in self._by_id and self._by_id[entry.id] != entry.path:
-                self.problems[entry.path] = (
-                    f"{entry.path}: has the same id as {self._by_id[entry.id]}; "
-                    "give one of them a new id or delete the copy"
-                )
+            owner = self._by_id.get(entry.id)
+            if owner is not None and owner != entry.path and is_conflict_copy(owner) and not copy:
+                # A sync client's copy was seen first: the original takes its id back.
+                self.problems[owner] = _same_id(owner, entry.path)
+                owner = None
+            if owner is not None and owner != entry.path:
+                self.problems[entry.path] = _same_id(entry.path, owner)
             else:
                 self._by_id[entry.id] = entry.path
-        self._by_fp.setdefault(entry.fingerprint, set()).add(entry.path)
-        for tag in entry.tags:
-            if tag.startswith(IDEM_TAG_PREFIX):
-                self._by_idem.setdefault(tag, entry.path)
+        if not copy:  # a conflict copy is never a write's target: no reinforce, no key
+            self._by_fp.setdefault(entry.fingerprint, set()).add(entry.path)
+            for tag in entry.tags:
+                if tag.startswith(IDEM_TAG_PREFIX):
+                    self._by_idem.setdefault(tag, entry.path)
         self._names.setdefault(_dir_of(entry.path), set()).add(entry.slug.lower())
         self._by_stem.setdefault(entry.slug.lower(), set()).add(entry.path)
         day = entry.created_day
@@ -294,6 +314,7 @@ class Catalog:
             for row in data["entries"]:
                 row["tags"] = tuple(row["tags"])
                 row["links"] = tuple(tuple(link) for link in row["links"])
+                row["url_links"] = tuple(tuple(link) for link in row["url_links"])
                 entry = Entry(**row)
                 out[entry.path] = entry
             return out
@@ -306,6 +327,10 @@ class Catalog:
         payload = json.dumps({"version": CACHE_VERSION, "entries": rows}, ensure_ascii=False)
         with contextlib.suppress(OSError):  # the cache is derived: losing it only slows a start
             atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
+
+
+def _same_id(path: str, other: str) -> str:
+    return f"{path}: has the same id as {other}; give one of them a new id or delete the copy"
 
 
 def _dir_of(rel: str) -> str:

@@ -1,0 +1,149 @@
+"""Finding thoughts and edges: by id, through the catalog (the vault's view) and the edge graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vaultmem.errors import InvalidInput, NotFound
+from vaultmem.graph.edges import Edge
+from vaultmem.graph.links import edge_id, typed_links
+from vaultmem.graph.thoughts import Thought
+from vaultmem.index.records import EdgeRecord
+from vaultmem.index.store import NoteIndex
+from vaultmem.notes.ids import canonical_id, is_full_id
+from vaultmem.notes.model import LIVE_STATUSES
+from vaultmem.service import VaultService
+from vaultmem.sync.indexer import EdgeSync, derived_id
+from vaultmem.vault.catalog import Entry
+
+
+def edge_of(record: EdgeRecord) -> Edge:
+    return Edge(record.edge_id, record.source_id, record.target_id, record.type, record.created_at)
+
+
+@dataclass(frozen=True)
+class Located:
+    """An edge found in the vault: the edge and the note whose frontmatter declares it."""
+
+    edge: Edge
+    source: Entry
+
+
+class Lookup:
+    """Read access shared by the recall and store actions."""
+
+    def __init__(self, service: VaultService, index: NoteIndex, edges: EdgeSync) -> None:
+        self.service = service
+        self.index = index
+        self.edges = edges
+
+    # -- thoughts ---------------------------------------------------------------------------
+    @staticmethod
+    def id_of(entry: Entry) -> str:
+        return entry.id or derived_id(entry.path)
+
+    def entry(self, note_id: str) -> Entry | None:
+        """The catalog entry of a thought id (a note without an ``id`` key has a derived one)."""
+        if not is_full_id(note_id):
+            return None
+        wanted = canonical_id(note_id)
+        entry = self.service.catalog.by_id(wanted)
+        if entry is not None:
+            return entry
+        record = self.index.get(wanted)
+        return self.service.catalog.by_path(record.path) if record is not None else None
+
+    def require(self, note_id: object, argument: str = "thought_id") -> Entry:
+        if not isinstance(note_id, str) or not note_id.strip():
+            raise InvalidInput(f"{argument} is required: pass the id of a thought")
+        if not is_full_id(note_id):
+            raise InvalidInput(
+                f"{argument} {note_id!r} is not a thought id; ids look like 0192f0c1-8d2e-7b3a-…"
+            )
+        entry = self.entry(note_id)
+        if entry is None:
+            raise NotFound(
+                f"no thought has id {note_id} ({argument}); find it with memory_recall action=search"
+            )
+        return entry
+
+    def is_live(self, note_id: str) -> bool:
+        entry = self.entry(note_id)
+        return entry is not None and entry.status in LIVE_STATUSES
+
+    def thought(self, entry: Entry, body: str | None = None) -> Thought:
+        if body is None:
+            body = self.service.store.read(entry.path).body
+        return Thought.of(entry, self.id_of(entry), body)
+
+    def thoughts(self, entries: Iterable[Entry]) -> dict[str, Thought]:
+        """Thoughts for many entries; bodies come from the index in one call, files only for stragglers."""
+        wanted = {self.id_of(e): e for e in entries}
+        records = self.index.get_many(list(wanted))
+        out: dict[str, Thought] = {}
+        for note_id, entry in wanted.items():
+            record = records.get(note_id)
+            fresh = record is not None and record.content_hash == entry.content_hash
+            out[note_id] = self.thought(entry, record.text if fresh and record is not None else None)
+        return out
+
+    def thought_by_id(self, note_id: str) -> Thought | None:
+        entry = self.entry(note_id)
+        return self.thought(entry) if entry is not None else None
+
+    # -- links --------------------------------------------------------------------------------
+    def link_name(self, target: Entry) -> str:
+        """How a wikilink names ``target``: its file name, or its vault path when the name is shared."""
+        resolved = self.service.catalog.resolve_link(target.slug)
+        if resolved is not None and resolved.path == target.path:
+            return target.slug
+        return target.path.removesuffix(".md")
+
+    def resolves_to(self, name: str, note_id: str) -> bool:
+        entry = self.service.catalog.resolve_link(name)
+        return entry is not None and self.id_of(entry) == note_id
+
+    # -- edges --------------------------------------------------------------------------------
+    def locate(self, wanted_id: object) -> Located | None:
+        """The edge with this id as the vault has it now (memory first, then a scan of the catalog)."""
+        if not isinstance(wanted_id, str) or not wanted_id.strip():
+            raise InvalidInput("edge_id is required: pass the id of an edge (from link, get or context)")
+        key = canonical_id(wanted_id) if is_full_id(wanted_id) else wanted_id.strip()
+        record = self.edges.find(key)
+        if record is not None:
+            source = self.entry(record.source_id)
+            if source is not None and self._declares(source, record.type, record.target_id):
+                return Located(edge_of(record), source)
+        for entry in self.service.catalog.entries():  # a write the edge graph has not seen yet
+            for edge_type, name in entry.links:
+                target = self.service.catalog.resolve_link(name)
+                if target is None:
+                    continue
+                source_id, target_id = self.id_of(entry), self.id_of(target)
+                if edge_id(source_id, edge_type, target_id) == key:
+                    found = self.edges.find(key)
+                    created = (
+                        found.created_at if found is not None else (entry.updated or entry.created or "")
+                    )
+                    return Located(Edge(key, source_id, target_id, edge_type, created), entry)
+        return None
+
+    def _declares(self, source: Entry, edge_type: str, target_id: str) -> bool:
+        return any(t == edge_type and self.resolves_to(name, target_id) for t, name in source.links)
+
+    def links_between(
+        self, a: Entry, b: Entry, metas: dict[str, dict[str, object]] | None = None
+    ) -> list[Edge]:
+        """The edges joining two thoughts, either direction, as the vault (or a pending batch) has them."""
+        out: list[Edge] = []
+        for source, target in ((a, b), (b, a)):
+            source_id, target_id = self.id_of(source), self.id_of(target)
+            pending = (metas or {}).get(source.path)
+            links = typed_links(pending) if pending is not None else source.links
+            for edge_type, name in links:
+                if self.resolves_to(name, target_id):
+                    record = self.edges.find(edge_id(source_id, edge_type, target_id))
+                    created = record.created_at if record is not None else ""
+                    out.append(Edge.make(source_id, edge_type, target_id, created))
+        return out

@@ -1,0 +1,192 @@
+"""Several note writes as one action: decided together, installed together, one git commit.
+
+The same pipeline as :meth:`VaultService._run` (decide under the locks, stage unlocked, install
+under the lock, fsync the folders, tell the listeners before returning), for an action that touches
+many files: ``link_batch``, ``bulk_create``, an upgrade that edits both ends of a pair. Every file is
+staged (temp file, fsync) before any is renamed into place, so a failure while staging leaves the
+vault as it was; the renames then run back to back under the lock, and one commit records them all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from vaultmem.errors import VaultmemError
+from vaultmem.notes.frontmatter import NoteText
+from vaultmem.notes.model import Note
+from vaultmem.vault.store import StagedWrite
+
+if TYPE_CHECKING:
+    from vaultmem.service import VaultService
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+#: Files staged in parallel (their fsyncs overlap instead of queuing).
+STAGE_THREADS = 16
+#: Notes named one per line in a batch commit message before it summarises the rest.
+MESSAGE_LINES = 2000
+
+
+@dataclass
+class FileWrite:
+    """One file of a batch: its new text, whether it is new, and what happened to it."""
+
+    rel: str
+    text: NoteText
+    create: bool
+    action: str
+
+
+@dataclass
+class Plan(Generic[R]):
+    """A decided batch: the files to write and the answer to give once they are written."""
+
+    writes: list[FileWrite]
+    result: R
+
+
+class Draft:
+    """The notes a batch edits, as they will be once it is written (edits to one note compose)."""
+
+    def __init__(self, service: VaultService) -> None:
+        self.service = service
+        self._texts: dict[str, FileWrite] = {}
+
+    def text_of(self, rel: str) -> NoteText:
+        pending = self._texts.get(rel)
+        if pending is not None:
+            return pending.text
+        note = self.service.store.read(rel)
+        assert note.text is not None
+        return note.text
+
+    def edited(self, rel: str) -> NoteText | None:
+        pending = self._texts.get(rel)
+        return pending.text if pending is not None else None
+
+    def put(self, rel: str, text: NoteText, action: str, *, create: bool = False) -> None:
+        pending = self._texts.get(rel)
+        if pending is not None:
+            pending.text = text
+            return
+        self._texts[rel] = FileWrite(rel, text, create, action)
+
+    def reserved(self, rel: str) -> bool:
+        return rel in self._texts
+
+    def writes(self) -> list[FileWrite]:
+        return list(self._texts.values())
+
+
+def run_writes(
+    service: VaultService,
+    decide: Callable[[], Plan[R]],
+    *,
+    tool: str,
+    summary: str,
+    keys: Sequence[str] = (),
+    wait_commit: bool = False,
+) -> tuple[list[Note], R]:
+    """Decide, stage, install and commit a batch; return the notes written and the plan's result."""
+    service.process_lock.acquire()
+    held: list[str] = []
+    done = threading.Event()
+    try:
+        service._catch_up()
+        while True:
+            with service.lock:
+                busy = next((service._inflight[k] for k in keys if k in service._inflight), None)
+                if busy is None:
+                    plan = decide()
+                    if not plan.writes:
+                        return [], plan.result
+                    paths = [f"path:{w.rel}" for w in plan.writes]
+                    busy = next((service._inflight[k] for k in paths if k in service._inflight), None)
+                    if busy is None:
+                        held = [*keys, *paths]
+                        for k in held:
+                            service._inflight[k] = done
+                        break
+            busy.wait(timeout=service.settings.write_lock_timeout)
+        staged = [StagedWrite(service.store, w.rel, w.text) for w in plan.writes]
+        try:
+            _stage_all(staged)
+            with service.lock:
+                notes = _install_all(service, staged, plan.writes)
+                service._bump_generation()
+                future = service.commits.submit(
+                    [n.path for n in notes], batch_message(tool, summary, notes, plan)
+                )
+        except BaseException:
+            for s in staged:
+                s.discard()
+            raise
+        finally:
+            with service.lock:
+                for k in held:
+                    service._inflight.pop(k, None)
+                done.set()
+    finally:
+        service.process_lock.release()
+    for directory in {s.path.parent: s for s in staged}.values():
+        directory.sync_directory()
+    _tell_listeners(service, notes)
+    if wait_commit:
+        future.result(timeout=120)
+    return notes, plan.result
+
+
+def _stage_all(staged: list[StagedWrite]) -> None:
+    if len(staged) <= 2:
+        for s in staged:
+            s.stage()
+        return
+    with ThreadPoolExecutor(max_workers=min(STAGE_THREADS, len(staged))) as pool:
+        for future in [pool.submit(s.stage) for s in staged]:
+            future.result()
+
+
+def _install_all(service: VaultService, staged: list[StagedWrite], writes: list[FileWrite]) -> list[Note]:
+    notes: list[Note] = []
+    try:
+        for s, w in zip(staged, writes, strict=True):
+            note = s.install(create=w.create)
+            service.catalog.put(note)
+            notes.append(note)
+    except VaultmemError:
+        # A file appeared where a new note was going (written by hand meanwhile): the ones already
+        # renamed are real notes on disk, so they are kept and committed; the rest are not written.
+        if notes:
+            service.commits.submit([n.path for n in notes], f"vaultmem: partial batch ({len(notes)} files)")
+        raise
+    return notes
+
+
+def _tell_listeners(service: VaultService, notes: list[Note]) -> None:
+    for listener in service.listeners:
+        many: Any = getattr(listener, "notes_written", None)
+        try:
+            if many is not None:
+                many(notes)
+            else:
+                for note in notes:
+                    listener.note_written(note)
+        except VaultmemError as exc:  # the notes are safe on disk; the index catches up later
+            log.warning("index update failed for a batch of %d notes: %s", len(notes), exc)
+
+
+def batch_message(tool: str, summary: str, notes: list[Note], plan: Plan[Any]) -> str:
+    """A commit message naming the tool, the action and every note written (id, slug, path)."""
+    actions = {w.rel: w.action for w in plan.writes}
+    lines = [
+        f"- {actions.get(n.path, 'edit')} {n.slug} id={n.id} path={n.path}" for n in notes[:MESSAGE_LINES]
+    ]
+    if len(notes) > MESSAGE_LINES:
+        lines.append(f"- ... and {len(notes) - MESSAGE_LINES} more")
+    body = "\n".join(lines)
+    return f"{tool}: {summary}\n\ntool: {tool}\nfiles: {len(notes)}\n\n{body}\n"

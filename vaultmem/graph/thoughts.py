@@ -1,0 +1,163 @@
+"""Thoughts: memory notes as the graph tools see them.
+
+A thought is a note: ``content`` is its body, ``project`` its project's name, ``status`` its status
+with ``unfiled`` (a note awaiting review) called ``draft``. The graph layer hands out
+:class:`Thought` values; the MCP layer shapes them (compact, fields, url links) at the very end, so
+one rule shapes every thought of an answer, however deeply nested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.errors import InvalidInput
+from vaultmem.notes.model import DRAFT_STATUS, STATUSES
+from vaultmem.vault.catalog import IDEM_TAG_PREFIX, Entry
+
+#: Statuses the graph tools accept as a filter, and the vault statuses each one means.
+STATUS_FILTERS: dict[str, frozenset[str]] = {
+    "draft": frozenset({DRAFT_STATUS}),
+    "active": frozenset({"active"}),
+    "archived": frozenset({"archived", "superseded", "expired"}),
+    # Everything but a soft delete: a forgotten memory stays out of the graph tools.
+    "all": frozenset(STATUSES - {"deleted"}),
+}
+#: Statuses a write may set (archiving has its own, token-gated path: memory_supersede).
+WRITABLE_STATUSES = {"draft": DRAFT_STATUS, "active": "active"}
+COMPACT_FIELDS = ("id", "content", "status", "tags", "project")
+
+
+def graph_status(vault_status: str) -> str:
+    """The status a graph tool reports: ``unfiled`` is ``draft``; the others as stored."""
+    return "draft" if vault_status == DRAFT_STATUS else vault_status
+
+
+def status_filter(status: object, default: str) -> frozenset[str]:
+    value = default if status is None else status
+    if not isinstance(value, str) or value not in STATUS_FILTERS:
+        raise InvalidInput(f"status {value!r} is not one of {', '.join(STATUS_FILTERS)}")
+    return STATUS_FILTERS[value]
+
+
+def writable_status(status: object) -> str | None:
+    if status is None:
+        return None
+    if status == "archived":
+        raise InvalidInput(
+            "memory_store does not archive: archiving is destructive and has its own path, "
+            "memory_supersede action=archive (preview it, then call it again with confirm: true and "
+            "the returned preview_token)"
+        )
+    if not isinstance(status, str) or status not in WRITABLE_STATUSES:
+        raise InvalidInput(
+            f"status {status!r} cannot be written here; use one of {', '.join(WRITABLE_STATUSES)}"
+        )
+    return WRITABLE_STATUSES[status]
+
+
+def content_of(body: str) -> str:
+    """A note body as thought content (the blank lines around it are file layout, not content)."""
+    return body.strip("\r\n")
+
+
+def visible_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as plain strings, without the hashed idempotency tags (internal)."""
+    return [str(t) for t in tags if not str(t).startswith(IDEM_TAG_PREFIX)]
+
+
+@dataclass(frozen=True)
+class Thought:
+    """One thought, every column; shaped for output by :func:`shape`."""
+
+    id: str
+    content: str
+    status: str
+    tags: tuple[str, ...]
+    project: str | None
+    title: str
+    kind: str
+    importance: float | None
+    is_cluster: bool
+    is_protected: bool
+    is_global: bool
+    surface_after: str | None
+    created_at: str | None
+    updated_at: str | None
+    slug: str
+    path: str
+    url_links: tuple[tuple[str, str, str], ...] = ()
+
+    @staticmethod
+    def of(entry: Entry, note_id: str, body: str) -> Thought:
+        return Thought(
+            id=note_id,
+            content=content_of(body),
+            status=graph_status(entry.status),
+            tags=tuple(visible_tags(entry.tags)),
+            project=entry.project,
+            title=entry.title,
+            kind=entry.kind,
+            importance=entry.importance,
+            is_cluster=entry.is_cluster,
+            is_protected=entry.is_protected,
+            is_global=entry.is_global,
+            surface_after=entry.surface_after,
+            created_at=entry.created,
+            updated_at=entry.updated,
+            slug=entry.slug,
+            path=entry.path,
+            url_links=entry.url_links,
+        )
+
+    def columns(self) -> dict[str, Any]:
+        """Every column, flags as booleans and tags as strings (output hygiene)."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "status": self.status,
+            "tags": list(self.tags),
+            "project": self.project,
+            "title": self.title,
+            "kind": self.kind,
+            "importance": self.importance,
+            "is_cluster": bool(self.is_cluster),
+            "is_protected": bool(self.is_protected),
+            "is_global": bool(self.is_global),
+            "surface_after": self.surface_after,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "slug": self.slug,
+            "path": self.path,
+        }
+
+
+THOUGHT_COLUMNS = (
+    "id", "content", "status", "tags", "project", "title", "kind", "importance", "is_cluster",
+    "is_protected", "is_global", "surface_after", "created_at", "updated_at", "slug", "path",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """The output controls of a read: ``compact``, ``fields`` (which win) and ``include_url_links``."""
+
+    compact: bool = False
+    fields: tuple[str, ...] | None = None
+    include_url_links: bool = False
+
+
+def shape(thought: Thought, shaping: Shaping) -> dict[str, Any]:
+    """The thought as a caller asked for it. ``url_links`` is attached after the field selection,
+    so ``fields: ["id"]`` with ``include_url_links: true`` answers ``{id, url_links}``."""
+    columns = thought.columns()
+    if shaping.fields is not None:
+        out = {f: columns[f] for f in shaping.fields if f in columns}
+    elif shaping.compact:
+        out = {f: columns[f] for f in COMPACT_FIELDS}
+    else:
+        out = columns
+    if shaping.include_url_links:
+        out["url_links"] = [{"text": t, "url": u, "label": label} for t, u, label in thought.url_links]
+    return out
