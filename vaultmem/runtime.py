@@ -132,6 +132,7 @@ class Runtime:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
+        self.edges.close()
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None

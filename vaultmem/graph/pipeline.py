@@ -155,7 +155,7 @@ def _install_all(service: VaultService, staged: list[StagedWrite], writes: list[
     notes: list[Note] = []
     try:
         for s, w in zip(staged, writes, strict=True):
-            note = s.install(create=w.create)
+            note = s.install(create=w.create, parsed=w.text)
             service.catalog.put(note)
             notes.append(note)
     except VaultmemError:

@@ -126,7 +126,11 @@ def note_from_text(raw: str, path: str) -> Note:
     A file without frontmatter is a plain note a person wrote: it reads as an active note of kind
     ``note`` with no id (the index derives one).
     """
-    doc = parse(raw, source=path)
+    return note_from_doc(parse(raw, source=path), path)
+
+
+def note_from_doc(doc: NoteText, path: str) -> Note:
+    """A note from text already split and parsed (what :func:`note_from_text` does after parsing)."""
     meta = doc.meta
     stem = path.rsplit("/", 1)[-1].removesuffix(".md")
 

@@ -8,6 +8,8 @@ the index, never rewritten.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +27,8 @@ log = logging.getLogger(__name__)
 #: Namespace of ids derived for notes a person wrote without an ``id`` (stable while the path is).
 _DERIVED_NS = uuid.UUID("8f7a4c52-3c1e-4d0b-9a55-6b1d2f0e7a10")
 Progress = Callable[[int, int], None]
+#: Above this many changed sources, edges reach the index's table in the background.
+BACKGROUND_BATCH = 32
 #: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
 CONFLICT_COPY_TAG = "conflict-copy"
 
@@ -82,6 +86,13 @@ class EdgeSync:
         self._in: dict[str, list[EdgeRecord]] = {}  # target id -> edges pointing at it
         self._by_id: dict[str, EdgeRecord] = {}  # edge id -> edge
         self.primed = False  # every linked note's edges computed at least once
+        # The in-memory graph answers the graph tools at once; the index's edges table follows. The
+        # index replaces edges one source at a time (one LanceDB commit each), so a large batch is
+        # copied to it by a background thread, always writing a source's *current* edges.
+        self._lock = threading.RLock()
+        self._pending: dict[str, None] = {}
+        self._flusher: threading.Thread | None = None
+        self._closed = False
 
     def _resolve(self, target: str) -> str | None:
         entry = self.catalog.resolve_link(target)
@@ -94,23 +105,72 @@ class EdgeSync:
         self.update_many([note])
 
     def update_many(self, notes: list[Note]) -> None:
-        """Replace the outgoing edges of each note: in memory at once, then in the index."""
-        changed: list[tuple[str, list[EdgeRecord]]] = []
-        for note in notes:
-            source_id = note.id or derived_id(note.path)
-            meta = note.text.meta if note.text is not None else {}
-            if not typed_links(meta) and source_id not in self._out:
-                continue
-            edges, _dangling = edges_of(source_id, meta, self._resolve, note.updated or note.created or "")
-            self._set(source_id, edges)
-            changed.append((source_id, edges))
-        for source_id, edges in changed:
-            self.index.replace_edges_for(source_id, edges)
+        """Replace the outgoing edges of each note: in memory at once, then in the index (in the
+        background when more than :data:`BACKGROUND_BATCH` sources changed)."""
+        with self._lock:
+            changed: list[str] = []
+            for note in notes:
+                source_id = note.id or derived_id(note.path)
+                meta = note.text.meta if note.text is not None else {}
+                if not typed_links(meta) and source_id not in self._out:
+                    continue
+                edges, _dangling = edges_of(
+                    source_id, meta, self._resolve, note.updated or note.created or ""
+                )
+                self._set(source_id, edges)
+                changed.append(source_id)
+            if len(changed) <= BACKGROUND_BATCH:
+                for source_id in changed:
+                    self._pending.pop(source_id, None)
+                    self._push(source_id)
+                return
+            self._pending.update(dict.fromkeys(changed))
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush, name="vaultmem-edges", daemon=True)
+                self._flusher.start()
+
+    def _push(self, source_id: str) -> None:
+        """Write a source's current edges to the index (lock held, so a stale copy never wins)."""
+        self.index.replace_edges_for(source_id, list(self._out.get(source_id, [])))
+
+    def _flush(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending or self._closed:
+                    self._flusher = None
+                    return
+                source_id = next(iter(self._pending))
+                del self._pending[source_id]
+                try:
+                    self._push(source_id)
+                except VaultmemError as exc:  # the index closed: the next start rebuilds the edges
+                    log.warning("edges of %s not copied to the index: %s", source_id, exc)
+                    self._flusher = None
+                    return
+
+    def drain(self, timeout: float = 120.0) -> bool:
+        """Wait until the index holds every edge; False if that took longer than ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                flusher = self._flusher
+            if flusher is None:
+                return True
+            flusher.join(max(0.0, deadline - time.monotonic()))
+            if time.monotonic() >= deadline:
+                return False
+
+    def close(self) -> None:
+        """Stop copying to the index (what is left is rebuilt from the vault at the next start)."""
+        with self._lock:
+            self._closed = True
 
     def forget(self, source_id: str) -> None:
-        if source_id in self._out:
-            self.index.replace_edges_for(source_id, [])
-            self._set(source_id, [])
+        with self._lock:
+            if source_id in self._out:
+                self._set(source_id, [])
+                self._pending.pop(source_id, None)
+                self._push(source_id)
 
     def _set(self, source_id: str, edges: list[EdgeRecord]) -> None:
         for old in self._out.pop(source_id, []):
@@ -165,16 +225,16 @@ class EdgeSync:
 
     def rebuild(self, layout: VaultLayout) -> int:
         """Recompute every linked note's edges (after a reconcile changed what links resolve to)."""
-        count = 0
+        notes: list[Note] = []
         for entry in self.catalog.entries():
             if entry.links:
                 try:
-                    self.update(read_note(layout, entry.path))
-                    count += 1
+                    notes.append(read_note(layout, entry.path))
                 except MalformedNote:
                     continue
+        self.update_many(notes)
         self.primed = True
-        return count
+        return len(notes)
 
 
 class IndexListener:

@@ -13,9 +13,10 @@ import logging
 import os
 import queue
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,12 +83,12 @@ class GitRepo:
         except GitError:
             return False
 
-    def _with_lock_retries(self, *args: str) -> str:
+    def _with_lock_retries(self, *args: str, input_bytes: bytes | None = None) -> str:
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.02
         while True:
             try:
-                return self.git(*args)
+                return self.git(*args, input_bytes=input_bytes)
             except GitError as exc:
                 if not any(m in str(exc) for m in _LOCK_MARKERS):
                     raise
@@ -115,15 +116,26 @@ class GitRepo:
         unique = [p for p in unique if p in tracked_missing or (self.work_tree / p).exists()]
         if not unique:
             return False
-        self._with_lock_retries("add", "-A", "--", *unique)
+        # Paths and message go through stdin and a temp file, not argv: a batch of thousands of notes
+        # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all).
+        listed = "\0".join(unique).encode("utf-8")
+        self._with_lock_retries(
+            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
+        )
+        with tempfile.NamedTemporaryFile(prefix="vaultmem-paths-", delete=False) as spec:
+            spec.write(listed)
         try:
             self._with_lock_retries(
-                "commit", "-q", "--no-verify", "--allow-empty-message", "-m", message, "--", *unique
-            )
+                "commit", "-q", "--no-verify", "--allow-empty-message", "-F", "-",
+                f"--pathspec-from-file={spec.name}", "--pathspec-file-nul",
+                input_bytes=message.encode("utf-8"),
+            )  # fmt: skip
         except GitError as exc:
             if "nothing to commit" in str(exc) or "no changes added" in str(exc):
                 return False
             raise
+        finally:
+            Path(spec.name).unlink(missing_ok=True)
         return True
 
     def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
@@ -151,9 +163,9 @@ class GitRepo:
                 i += 1
         return paths
 
-    def commit_all_pending(self, message: str) -> list[str]:
-        """Commit every pending change in the work tree; return the paths committed."""
-        paths = self.pending_changes()
+    def commit_all_pending(self, message: str, include: Callable[[str], bool] | None = None) -> list[str]:
+        """Commit every pending change in the work tree (those ``include`` accepts); return the paths."""
+        paths = [p for p in self.pending_changes() if include is None or include(p)]
         if paths and self.commit_paths(paths, message):
             return paths
         return []

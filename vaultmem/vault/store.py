@@ -8,7 +8,7 @@ from pathlib import Path
 
 from vaultmem.errors import VaultError
 from vaultmem.notes.frontmatter import NoteText
-from vaultmem.notes.model import Note, note_from_text
+from vaultmem.notes.model import Note, note_from_doc, note_from_text
 from vaultmem.vault.atomic import atomic_write, fsync_dir, write_temp
 from vaultmem.vault.catalog import read_note
 from vaultmem.vault.layout import VaultLayout
@@ -64,8 +64,13 @@ class StagedWrite:
         except OSError as exc:
             raise _write_error(self.rel, exc) from exc
 
-    def install(self, *, create: bool) -> Note:
-        """Rename the temp file over the target (fast; under the write lock)."""
+    def install(self, *, create: bool, parsed: NoteText | None = None) -> Note:
+        """Rename the temp file over the target (fast; under the write lock).
+
+        ``parsed`` is the text these bytes were rendered from, when the caller has it: the note is
+        then built from it instead of parsing the bytes again (a batch of a thousand notes saves
+        a thousand YAML parses).
+        """
         assert self.tmp is not None
         if create and self.path.exists():
             self.discard()
@@ -76,6 +81,8 @@ class StagedWrite:
             self.discard()
             raise _write_error(self.rel, exc) from exc
         self.tmp = None
+        if parsed is not None:
+            return note_from_doc(parsed, self.rel)
         return note_from_text(self.data.decode("utf-8"), self.rel)
 
     def sync_directory(self) -> None:
