@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -92,7 +93,9 @@ def cold_start(vault: Path, query: str) -> dict[str, float]:
     return {"wall_s": round(wall, 3), **{k: round(v, 3) for k, v in inner.items()}}
 
 
-def freshness(runtime: Any, written: list[synthetic.SyntheticNote], trials: int) -> list[float]:
+def freshness(
+    runtime: Any, written: list[synthetic.SyntheticNote], trials: int, missed: list[str]
+) -> list[float]:
     """Hand edit (a new word appended to a note's file) until ``memory_search`` finds it."""
     from vaultmem.search import SearchRequest
 
@@ -108,11 +111,13 @@ def freshness(runtime: Any, written: list[synthetic.SyntheticNote], trials: int)
         while True:
             hits = runtime.search(SearchRequest(word, limit=1))["results"]
             if hits and hits[0]["id"] == target.id:
+                samples.append((time.perf_counter() - started) * 1000)
                 break
             if time.perf_counter() - started > 10:
-                raise RuntimeError(f"a hand edit of {target.rel} was not searchable within 10 s")
+                print(f"a hand edit of {target.rel} was not searchable within 10 s", file=sys.stderr)
+                missed.append(target.rel)
+                break
             time.sleep(0.005)
-        samples.append((time.perf_counter() - started) * 1000)
         time.sleep(0.2)
     return samples
 
@@ -188,9 +193,13 @@ def one_size(size: int, n_queries: int, trials: int) -> dict[str, Any]:
         # Freshness through the real watcher.
         runtime.start_watching()
         time.sleep(0.5)
-        result["freshness"] = _ms(freshness(runtime, written, trials))
+        missed: list[str] = []
+        try:
+            result["freshness"] = _ms(freshness(runtime, written, trials, missed))
+        finally:
+            runtime.close()
+        result["freshness"]["missed"] = len(missed)
         result["freshness"]["load"] = round(os.getloadavg()[0], 2)
-        runtime.close()
 
         result["cold_start"] = cold_start(vault, texts[-1])
         result["cold_start"]["load"] = round(os.getloadavg()[0], 2)
@@ -261,8 +270,8 @@ def print_table(results: list[dict[str, Any]], reindex: dict[str, Any] | None) -
         lambda r: f"{r['append']['p50']} / {r['append']['p95']}; {r['append']['visible_at_once']}",
     )
     row(
-        "freshness, hand edit → found: p50 / p95 (ms)",
-        lambda r: f"{r['freshness']['p50']} / {r['freshness']['p95']}",
+        "freshness, hand edit → found: p50 / p95 (ms); not found in 10 s",
+        lambda r: f"{r['freshness']['p50']} / {r['freshness']['p95']}; {r['freshness']['missed']}",
     )
     row("restart, nothing changed (s)", lambda r: f"{r['restart_s']['total']}")
     row("cold start to first answer, new process (s)", lambda r: f"{r['cold_start']['wall_s']}")
@@ -300,6 +309,7 @@ def main() -> None:
     parser.add_argument("--reindex-only", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         print(json.dumps(one_size(args.one, args.queries, args.freshness)))
         return
     if args.reindex_only:

@@ -23,8 +23,9 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
@@ -63,6 +64,10 @@ log = logging.getLogger(__name__)
 LAYOUT_VERSION = 3
 #: Old table versions are kept this long so a concurrent reader never loses its files.
 _CLEANUP_AFTER = timedelta(minutes=10)
+#: Tries of one LanceDB write before it is logged and left to the next reconcile.
+_WRITE_ATTEMPTS = 4
+#: Background compactions that may lose to concurrent writes before one holds writes back.
+_MAINTENANCE_RETRIES = 3
 
 
 @contextmanager
@@ -100,6 +105,7 @@ class NoteIndex:
         self._maintenance_thread: threading.Thread | None = None
         self._maintenance_threshold = maintenance_threshold
         self._pending_writes = 0
+        self._maintenance_failures = 0
         self._pending_cache: dict[str, npt.NDArray[np.float32]] = {}
         self._cached_hashes: set[str] | None = None
         self._closed = False
@@ -331,12 +337,23 @@ class NoteIndex:
             self.maintenance(background=True)
 
     def _guarded(self, action: str, apply: Any, arg: Any) -> None:
-        try:
-            with _lance_errors(action):
-                apply(arg)
-        except IndexError_ as exc:  # the vault has the note; the next reconcile indexes it
-            self.last_write_error = exc
-            log.warning("%s", exc)
+        """Run one write, retried a few times: a commit can lose a race to a background
+        compaction or another process. Each write is idempotent (a retry re-checks which notes
+        the table already holds), and memory changes only once LanceDB has the write."""
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                with _lance_errors(action):
+                    apply(arg)
+                return
+            except IndexError_ as exc:
+                if attempt + 1 == _WRITE_ATTEMPTS:  # the vault has the note; a reconcile repairs it
+                    self.last_write_error = exc
+                    log.warning("%s", exc)
+                    return
+                log.debug("retrying after: %s", exc)
+                time.sleep(0.05 * 2**attempt)
+                with suppress(Exception):
+                    self._notes.checkout_latest()
 
     def _apply_upserts(self, records: list[NoteRecord]) -> None:
         if not records:
@@ -562,14 +579,19 @@ class NoteIndex:
             self._maintenance_thread.start()
 
     def _background_maintenance(self) -> None:
+        # Normally writes go on while tables are compacted. A compaction that keeps losing the
+        # commit race to a steady stream of writes runs with writes held back instead.
+        exclusive = self._maintenance_failures >= _MAINTENANCE_RETRIES
         try:
             with self._apply_lock, _lance_errors("flush the embedding cache"):
                 self._flush_cache()
                 tables = (self._notes, self._cache, self._edges)
-            with _lance_errors("optimise its tables"):
+            with self._apply_lock if exclusive else nullcontext(), _lance_errors("optimise its tables"):
                 for table in tables:
                     table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+            self._maintenance_failures = 0
         except IndexError_ as exc:
+            self._maintenance_failures += 1
             log.debug("background index maintenance gave up: %s", exc)
 
     def _maintain_locked(self) -> None:
