@@ -9,20 +9,9 @@ from typing import Any
 from vaultmem.index.store import NoteIndex
 from vaultmem.vault.catalog import Catalog, read_note
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
-#: Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and others: ``name (1).md``;
-#: Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``.
-CONFLICT_COPY = re.compile(
-    r"(\((?:[^()]*'s )?conflicted copy[^()]*\)|\s\(\d+\)$|\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]+$)",
-    re.IGNORECASE,
-)
 _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
-
-
-def is_conflict_copy(rel: str) -> bool:
-    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
-    return bool(CONFLICT_COPY.search(stem))
 
 
 @dataclass
@@ -62,8 +51,9 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
     entries = list(catalog.entries())
     report.notes = len(entries)
     report.malformed = dict(catalog.problems)
-    report.conflict_copies = sorted(e.path for e in entries if is_conflict_copy(e.path))
-    report.conflict_copies += sorted(p for p in catalog.problems if is_conflict_copy(p))
+    # Listed for the person to merge by hand (memory_status's health check can report the same list).
+    paths = {e.path for e in entries} | set(catalog.problems)
+    report.conflict_copies = sorted(p for p in paths if is_conflict_copy(p))
     stems = {e.slug.lower() for e in entries} | {e.path.removesuffix(".md").lower() for e in entries}
     for entry in entries:
         note = read_note(layout, entry.path)

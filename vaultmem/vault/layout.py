@@ -16,11 +16,31 @@ IGNORED_DIRS = frozenset({".git", STATE_DIRNAME, ".obsidian", ".trash", ".stfold
 _SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$)")
 #: Files at the vault root that are about the vault, not memories.
 ROOT_NON_NOTES = frozenset({"README.md"})
+#: Sync clients' conflict copies. Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and
+#: others: ``name (1).md``; Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``.
+CONFLICT_COPY = re.compile(
+    r"(\((?:[^()]*'s )?conflicted copy[^()]*\)|\s\(\d+\)$|\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]+$)",
+    re.IGNORECASE,
+)
+#: Folders whose files are never committed, whatever the vault's .gitignore says.
+NEVER_COMMITTED_DIRS = frozenset({STATE_DIRNAME, ".trash"})
 
 
 def is_ignored_name(name: str) -> bool:
     """True for temp, swap and backup files that editors and sync clients leave around."""
     return name.startswith(TEMP_PREFIX) or bool(_SWAP.search(name))
+
+
+def is_conflict_copy(rel: str) -> bool:
+    """True for a sync client's conflict copy of a note (indexed, flagged, never merged or deleted)."""
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    return bool(CONFLICT_COPY.search(stem))
+
+
+def is_never_committed(rel: str) -> bool:
+    """True for leftovers that must never enter history: temp, swap and backup files, the trash."""
+    parts = PurePosixPath(rel).parts
+    return not parts or parts[0] in NEVER_COMMITTED_DIRS or is_ignored_name(parts[-1])
 
 
 def is_ignored_rel(rel: str) -> bool:
