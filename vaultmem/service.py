@@ -27,7 +27,7 @@ from vaultmem.notes.slugs import make_slug, meaningful_words, resolve_collision
 from vaultmem.vault.atomic import sweep_temp_files
 from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.history import CommitWriter, GitRepo
-from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout
+from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
 from vaultmem.vault.locks import ProcessLock
 from vaultmem.vault.store import NoteStore, StagedWrite
 
@@ -91,7 +91,8 @@ class VaultService:
             sweep_temp_files(self.layout.root, IGNORED_DIRS)
             recovered = self.repo.commit_all_pending(
                 "vaultmem: record changes found at start\n\n"
-                "Writes acknowledged before a crash, or edits made while vaultmem was stopped."
+                "Writes acknowledged before a crash, or edits made while vaultmem was stopped.",
+                include=lambda rel: not is_never_committed(rel),
             )
             if recovered:
                 log.info("committed %d change(s) found at start", len(recovered))

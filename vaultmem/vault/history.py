@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 AUTHOR_NAME = "vaultmem"
 AUTHOR_EMAIL = "vaultmem@localhost"
+_NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added to commit")
 _LOCK_MARKERS = ("index.lock", "Unable to create", "another git process")
 
 
@@ -131,7 +132,9 @@ class GitRepo:
                 input_bytes=message.encode("utf-8"),
             )  # fmt: skip
         except GitError as exc:
-            if "nothing to commit" in str(exc) or "no changes added" in str(exc):
+            # Another commit already took these paths' current content (git words it three ways;
+            # "nothing added" is the one when untracked files lie elsewhere in the vault).
+            if any(m in str(exc) for m in _NOTHING_TO_COMMIT):
                 return False
             raise
         finally:
