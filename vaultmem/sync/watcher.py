@@ -25,6 +25,9 @@ from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: Events a mere reader causes. Left in, every read of a note would push its debounce back, and a
+#: note read more often than the debounce (a poller, a sync client's scan) would never be indexed.
+_READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
 _WATCHDOG_LOGGERS = ("watchdog.observers.inotify", "watchdog.observers.inotify_c")
 
 
@@ -45,9 +48,14 @@ class _Handler(FileSystemEventHandler):
         self.watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _READ_ONLY_EVENTS:
+            return  # a reader (Obsidian, a backup, vaultmem itself) changed nothing
         if event.is_directory:
             if event.event_type in ("moved", "deleted"):
                 self.watcher.request_rescan()  # a folder rename or delete moves many notes at once
+            if event.event_type in ("created", "moved"):
+                raw = getattr(event, "dest_path", "") or event.src_path
+                self.watcher.folder_appeared(raw if isinstance(raw, str) else raw.decode())
             return
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             if raw:
@@ -83,6 +91,8 @@ class VaultWatcher:
         self.quiet_period = quiet_period
         self.rescan_interval = rescan_interval
         self._due: dict[str, float] = {}
+        self._first_touch: dict[str, float] = {}
+        self.max_delay = max(debounce, 0.75)
         self._dirty: set[str] = set()
         self._last_change = 0.0
         self._rescan_requested = False
@@ -91,6 +101,9 @@ class VaultWatcher:
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._thread: threading.Thread | None = None
         self._spy = _OverflowSpy(self.request_rescan)
+        self._handler = _Handler(self)
+        self._watched: set[Path] = set()
+        self._new_folders: set[Path] = set()
         self.processed = 0
 
     # -- events -------------------------------------------------------------------------------
@@ -112,8 +125,36 @@ class VaultWatcher:
         if rel is None:
             return
         with self._cond:
-            self._due[rel] = time.monotonic() + self.debounce
+            now = time.monotonic()
+            # Debounced, but never postponed past max_delay: a file saved every few milliseconds
+            # for a long time is still indexed within about a second of its first change.
+            first = self._first_touch.setdefault(rel, now)
+            self._due[rel] = min(now + self.debounce, first + self.max_delay)
             self._cond.notify()
+
+    def folder_appeared(self, raw: str) -> None:
+        """A folder was created or moved in: a new top-level folder needs a watch of its own."""
+        path = Path(raw)
+        if path.parent == self.root and self._watchable(path):
+            with self._cond:
+                self._new_folders.add(path)
+                self._rescan_requested = True  # notes written before the watch began
+                self._cond.notify()
+
+    def _watchable(self, path: Path) -> bool:
+        """Top-level folders worth watching: not git's, not the state directory, not hidden ones."""
+        return (
+            path.name not in IGNORED_DIRS
+            and not path.name.startswith(".")
+            and path != self.state_dir
+            and path.is_dir()
+            and not path.is_symlink()
+        )
+
+    def _watch(self, folder: Path) -> None:
+        if self._observer is not None and folder not in self._watched:
+            self._watched.add(folder)
+            self._observer.schedule(self._handler, str(folder), recursive=True)
 
     def request_rescan(self) -> None:
         with self._cond:
@@ -124,11 +165,17 @@ class VaultWatcher:
     def start(self) -> None:
         for name in _WATCHDOG_LOGGERS:
             logging.getLogger(name).addHandler(self._spy)
+        # The vault root is watched on its own and each note folder recursively, so that git's
+        # objects and the index's files (thousands of short-lived folders and events) are never
+        # watched: they would fill the kernel's event queue and leak watches in a long-running daemon.
         observer = Observer()
-        observer.schedule(_Handler(self), str(self.root), recursive=True)
+        observer.schedule(self._handler, str(self.root), recursive=False)
         observer.daemon = True
         observer.start()
         self._observer = observer
+        for child in sorted(self.root.iterdir()):
+            if self._watchable(child):
+                self._watch(child)
         self._thread = threading.Thread(target=self._loop, name="vaultmem-watcher", daemon=True)
         self._thread.start()
 
@@ -166,8 +213,12 @@ class VaultWatcher:
                 ready = sorted(p for p, t in self._due.items() if t <= now or stopping)
                 for p in ready:
                     del self._due[p]
+                    self._first_touch.pop(p, None)
                 rescan = self._rescan_requested or now >= next_rescan
                 self._rescan_requested = False
+                new_folders, self._new_folders = self._new_folders, set()
+            for folder in sorted(new_folders):
+                _safe(partial(self._watch, folder), None)
             changed: list[str] = []
             if rescan:
                 next_rescan = now + self.rescan_interval
