@@ -11,6 +11,7 @@ hybrid ranking's context step sees the same adjacency it would in a real vault.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import uuid
@@ -148,7 +149,8 @@ class SyntheticNote:
         stamp = self.created.strftime("%Y-%m-%dT%H:%M:%SZ")
         project = f"project: {self.project}\n" if self.project else ""
         return (
-            f"---\nid: {self.id}\ntitle: {self.title}\nkind: {self.kind}\nstatus: active\n{project}"
+            f"---\nid: {self.id}\ntitle: {json.dumps(self.title)}\n"
+            f"kind: {self.kind}\nstatus: active\n{project}"
             f"tags: []\ncreated: '{stamp}'\nupdated: '{stamp}'\nimportance: 0.5\noccurrences: 1\n---\n"
             f"{self.body}\n"
         )
