@@ -316,22 +316,26 @@ class NoteIndex:
             raise IndexError_(f"the search index did not catch up with its writes within {timeout} s")
 
     def _apply(self, batch: list[WriteOp]) -> None:
-        """The writer thread: apply ``batch`` in order, consecutive upserts as one."""
+        """The writer thread: apply ``batch`` in order, gathering runs of upserts and of edge
+        replacements into one commit each (they touch different tables, so a run of either may
+        pass the other; a delete, which touches both, ends both runs)."""
         with self._apply_lock:
-            group: dict[str, NoteRecord] = {}
+            notes: dict[str, NoteRecord] = {}
+            edges: dict[str, list[EdgeRecord]] = {}
             for op in batch:
                 if isinstance(op, UpsertNotes):
                     for record in op.records:
-                        group.pop(record.id, None)
-                        group[record.id] = record
-                    continue
-                self._guarded("store notes", self._apply_upserts, list(group.values()))
-                group = {}
-                if isinstance(op, DeleteNotes):
-                    self._guarded("delete notes", self._apply_delete, op.ids)
+                        notes.pop(record.id, None)
+                        notes[record.id] = record
+                elif isinstance(op, ReplaceEdges):
+                    edges[op.source_id] = list(op.edges)
                 else:
-                    self._guarded("store edges", self._apply_edges, op)
-            self._guarded("store notes", self._apply_upserts, list(group.values()))
+                    self._guarded("store notes", self._apply_upserts, list(notes.values()))
+                    self._guarded("store edges", self._apply_edges, edges)
+                    notes, edges = {}, {}
+                    self._guarded("delete notes", self._apply_delete, op.ids)
+            self._guarded("store notes", self._apply_upserts, list(notes.values()))
+            self._guarded("store edges", self._apply_edges, edges)
             due = self._pending_writes >= self._maintenance_threshold
         if due:
             self.maintenance(background=True)
@@ -389,10 +393,15 @@ class NoteIndex:
             self.timeline.remove(note_id)
         self._pending_writes += 1
 
-    def _apply_edges(self, op: ReplaceEdges) -> None:
-        self._edges.delete(f"source_id = {sql_literal(op.source_id)}")
-        if op.edges:
-            rows = [asdict(e) for e in op.edges]
+    def _apply_edges(self, by_source: dict[str, list[EdgeRecord]]) -> None:
+        """Make each source's edges exactly the given ones (one delete and one add in all)."""
+        if not by_source:
+            return
+        sources = sorted(by_source)
+        for start in range(0, len(sources), 512):
+            self._edges.delete(sql_in("source_id", sources[start : start + 512]))
+        rows = [asdict(e) for s in sources for e in by_source[s]]
+        if rows:
             self._edges.add(pa.Table.from_pylist(rows, schema=_schema.edges_schema()))
         self._pending_writes += 1
 
