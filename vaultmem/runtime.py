@@ -6,12 +6,15 @@ index with the vault once (catching what changed while it was down), then watche
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 from dataclasses import replace
 from typing import Any
 
 from vaultmem.config import Settings
+from vaultmem.errors import IndexError_
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.recall import Recall
 from vaultmem.graph.service import GraphStore
@@ -55,6 +58,42 @@ def embedder_for(settings: Settings) -> Embedder:
     return OnnxEmbedder(settings.model_dir, threads=settings.embed_threads)
 
 
+def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
+    """Open the search index, checked; a damaged one is deleted and rebuilt from the vault.
+
+    The index is derived state (invariant 1), so damage (a lost LanceDB manifest or data file,
+    truncated BM25 files, an unreadable ``index.json``) is repaired, not reported as a failure to
+    start: the folder is removed and the reconcile that follows every open re-indexes the vault.
+    """
+    path = settings.state_dir / "index"
+    try:
+        index = NoteIndex.open(path, embedder, calibration=calibration_for(settings))
+    except IndexError_ as exc:
+        log.warning("the search index is damaged (%s); rebuilding it from the vault", exc)
+    else:
+        try:
+            _probe(index)
+            return index
+        except IndexError_ as exc:
+            log.warning("the search index is damaged (%s); rebuilding it from the vault", exc)
+            with contextlib.suppress(Exception):
+                index.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return NoteIndex.open(path, embedder, calibration=calibration_for(settings))
+
+
+def _probe(index: NoteIndex) -> None:
+    """Read every part of the index once (rows, vectors, the BM25 index); raise IndexError_ if any fails."""
+    try:
+        index.count()
+        index.search("vaultmem index check", k=1)
+        index.search_bm25("vaultmem index check", k=1)
+    except IndexError_:
+        raise
+    except Exception as exc:  # anything LanceDB lets through untranslated
+        raise IndexError_(f"the index failed its check: {exc}") from exc
+
+
 class Runtime:
     """A vault opened with its index: the service plus search, reconcile and (optionally) watching."""
 
@@ -68,11 +107,7 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.service = VaultService(settings, background_commits=background_commits, **service_options)
-        self.index = NoteIndex.open(
-            settings.state_dir / "index",
-            embedder or embedder_for(settings),
-            calibration=calibration_for(settings),
-        )
+        self.index = open_index(settings, embedder or embedder_for(settings))
         self.edges = EdgeSync(self.service.catalog, self.index)
         self.service.listeners.append(IndexListener(self.index, self.edges))
         # The graph tools (memory_recall, memory_store): reads and writes over the same vault and index.

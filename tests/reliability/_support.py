@@ -168,21 +168,25 @@ def file_hashes(vault: Path) -> dict[str, str]:
 
 
 def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: list[str]) -> None:
-    """After a reconcile, the index on ``state_dir`` answers exactly as a fresh build does."""
-    answers: list[Any] = []
+    """After a reconcile, the index on ``state_dir`` answers as one built from scratch: the same
+    (path, hash) rows, the same notes found for each query, and the same best hit wherever the
+    fresh build has a clear winner (2% ahead). Near-ties may fall either way: an index that has
+    taken updates keeps the replaced rows in its BM25 statistics until its next compaction."""
+    answers: list[list[tuple[frozenset[str], str | None]]] = []
     hashes: list[dict[str, str]] = []
     for state in (state_dir, fresh_state):
         settings = Settings.resolve(vault, state, durable=False)
         with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
             runtime.reconcile()
             hashes.append(runtime.index.path_hashes())
-            # Every hit (k above the note count), so that ties at a cut-off cannot differ; the
-            # order among equal scores is not part of the answer.
-            answers.append(
-                [
-                    sorted((-round(h.score, 4), h.record.id) for h in runtime.index.search(q, k=500).hits)
-                    for q in queries
-                ]
-            )
+            per_query = []
+            for q in queries:
+                hits = runtime.index.search(q, k=500).hits
+                clear = len(hits) == 1 or (len(hits) > 1 and hits[0].score > hits[1].score * 1.02)
+                per_query.append((frozenset(h.record.id for h in hits), hits[0].record.id if clear else None))
+            answers.append(per_query)
     assert hashes[0] == hashes[1]
-    assert answers[0] == answers[1]
+    for query, got, fresh in zip(queries, answers[0], answers[1], strict=True):
+        assert got[0] == fresh[0], (query, sorted(got[0] ^ fresh[0])[:6])
+        if fresh[1] is not None:
+            assert got[1] == fresh[1], query

@@ -140,7 +140,7 @@ def run_kills(tmp_path: Path, count: int) -> Acks:
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
     assert_git_clean_and_sound(vault)
     assert temp_files(vault) == []
-    queries = ["red server", "kill test", "blue"]
+    queries = ["red server", "kill test", "blue", *sorted(acks.keys)[:5]]
     indexed_vs_fresh(vault, vault / ".vaultmem", tmp_path / "fresh-state", queries)
     print(f"kill -9 scenario: {len(acks.appended)} notes and {len(acks.forgotten)} forgets acknowledged")
     return acks
