@@ -197,6 +197,15 @@ class NoteMirror:
             row = self._row.get(note_id)
             return None if row is None else self._vectors[row].copy()
 
+    def vectors_of(self, ids: Iterable[str]) -> tuple[list[str], Vector]:
+        """The stored vectors of the indexed notes among ``ids``: (their ids in the order given, a
+        copy of their rows as one matrix). Unknown ids are skipped. For whole-vault scans such as
+        clustering, which need many vectors at once rather than one nearest-neighbour query."""
+        with self._lock:
+            found = [i for i in dict.fromkeys(ids) if i in self._row]
+            rows = np.fromiter((self._row[i] for i in found), dtype=np.intp, count=len(found))
+            return found, self._vectors[rows]
+
     def records(self) -> list[NoteRecord]:
         """Every record (a snapshot, in row order)."""
         with self._lock:
