@@ -26,6 +26,7 @@ MAX_FRONTMATTER_BYTES = 256 * 1024
 _FENCE = re.compile(r"^---[ \t]*(\r\n|\n|\r)?$")
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
 _KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
+_CLOSE_ANYWHERE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _ALIAS_OR_ANCHOR = re.compile(r"(^|[\s\[{,:-])[&*][^\s,\[\]{}]")
 
@@ -149,7 +150,13 @@ def parse(text: str, *, source: str = "note") -> NoteText:
     first = text if first_end < 0 else text[: first_end + 1]
     if not _FENCE.match(first) or first_end < 0:
         return NoteText(bom, newline, False, "", [], "", text)
-    lines = _split_lines(text[first_end + 1 :])
+    # Split only as far as a frontmatter block may reach: a 10 MB note is not cut into lines here.
+    rest = text[first_end + 1 :]
+    window = rest[: MAX_FRONTMATTER_BYTES + 16]
+    lines = _split_lines(window)
+    truncated = len(window) < len(rest)
+    if truncated:
+        lines = lines[:-1]  # possibly cut mid-line: never mistaken for a closing fence
     consumed = len(first)
     block: list[str] = []
     close: str | None = None
@@ -164,6 +171,11 @@ def parse(text: str, *, source: str = "note") -> NoteText:
                 f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
                 "shorten it by hand (vaultmem will not read or rewrite it)"
             )
+    if close is None and truncated and _CLOSE_ANYWHERE.search(rest, len(window) - 4096):
+        raise MalformedNote(
+            f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
+            "shorten it by hand (vaultmem will not read or rewrite it)"
+        )
     if close is None:
         # An opening fence with no closing one: the whole file is body, exactly as Obsidian reads it.
         return NoteText(bom, newline, False, "", [], "", text)

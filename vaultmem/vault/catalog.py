@@ -28,6 +28,8 @@ from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 log = logging.getLogger(__name__)
 CACHE_VERSION = 4
 IDEM_TAG_PREFIX = "idem-"
+#: A note file larger than this is reported and left alone, never read into memory or indexed.
+MAX_NOTE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,12 @@ def read_note(layout: VaultLayout, rel: str) -> Note:
     except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
         raise MalformedNote(f"{rel}: links to a file outside the vault; vaultmem does not follow it") from exc
     try:
+        size = path.stat().st_size
+        if size > MAX_NOTE_BYTES:  # checked before reading: a pasted 1 GB log costs nothing
+            raise MalformedNote(
+                f"{rel}: is {size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are not "
+                "read or indexed (a pasted log?): split it or move it out of the vault"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
