@@ -27,6 +27,8 @@ SCOPES = ("all", "project", "global")
 SNIPPET_CHARS = 200
 MAX_LIMIT = 100
 ID_PREFIX_HARD_CAP = 100
+#: A query is words to look for, not a document: longer ones cost seconds and hundreds of MB in BM25.
+MAX_QUERY_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class SearchRequest:
     def validated(self) -> SearchRequest:
         if not isinstance(self.query, str) or not self.query.strip():
             raise InvalidInput("query is empty; pass the words or the id to search for")
+        if len(self.query) > MAX_QUERY_CHARS:
+            raise InvalidInput(
+                f"query is {len(self.query):,} characters; the most is {MAX_QUERY_CHARS:,}: "
+                "search for the key words or a short passage"
+            )
         if self.scope not in SCOPES:
             raise InvalidInput(f"scope {self.scope!r} is not one of {', '.join(SCOPES)}")
         if self.scope == "project" and not self.project:
