@@ -94,3 +94,38 @@ def test_git_and_the_state_directory_are_not_watched(vault: Path) -> None:
             time.sleep(0.02)
     finally:
         watcher.stop()
+
+
+def test_a_note_over_the_size_cap_is_reported_without_being_read(
+    vault: Path, open_service: OpenService
+) -> None:
+    from vaultmem.vault.catalog import MAX_NOTE_BYTES
+
+    hand_write(vault, "memory/semantic/pasted-log.md", b"---\ntitle: log\n---\n" + b"x" * MAX_NOTE_BYTES)
+    service = open_service()
+    assert "MiB" in service.catalog.problems["memory/semantic/pasted-log.md"]
+
+
+def test_parsing_a_huge_note_does_not_split_its_whole_body_into_lines() -> None:
+    from vaultmem.notes.frontmatter import MalformedNote, parse
+
+    body = "word " * 2_000_000
+    started = time.perf_counter()
+    assert parse("---\ntitle: big\n---\n" + body).meta == {"title": "big"}
+    try:
+        parse("---\nk: " + "v" * 10_000_000 + "\n---\nb\n")
+        raise AssertionError("a 10 MB frontmatter block was accepted")
+    except MalformedNote:
+        pass
+    assert time.perf_counter() - started < 1.0  # was about 0.7 s for the two
+
+
+def test_a_query_longer_than_the_cap_is_refused() -> None:
+    import pytest
+
+    from vaultmem.errors import InvalidInput
+    from vaultmem.search import MAX_QUERY_CHARS, SearchRequest
+
+    with pytest.raises(InvalidInput, match="the most is"):
+        SearchRequest(query="q " * MAX_QUERY_CHARS).validated()
+    assert SearchRequest(query="q" * MAX_QUERY_CHARS).validated()
