@@ -44,6 +44,10 @@ class Settings:
     commit_quiet_period: float = 2.0
     #: Seconds between full rescans of the vault by the watcher.
     rescan_interval: float = 300.0
+    #: memory_recall hits after which a thought is promoted to a primer (memory_primers).
+    primer_threshold: int = 3
+    #: Days without an update after which an active thought shows on memory_status's frontier as stale.
+    stale_after_days: int = 90
 
     @staticmethod
     def resolve(

@@ -19,6 +19,7 @@ from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.recall import Recall
 from vaultmem.graph.service import GraphStore
 from vaultmem.graph.tokens import PreviewTokens
+from vaultmem.graph.upkeep import Upkeep
 from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex
@@ -27,6 +28,7 @@ from vaultmem.service import VaultService
 from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.history import CommitWriter
+from vaultmem.vault.layout import is_side_file
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,8 @@ class Runtime:
         lookup = Lookup(self.service, self.index, self.edges)
         self.recall = Recall(lookup, calibration_for(settings), self.service._now)
         self.store = GraphStore(lookup, PreviewTokens())
+        # The rest of the graph tools (supersede, manage, reflect, status, primers), same tokens and pipeline.
+        self.upkeep = Upkeep(settings, lookup, self.store, self.recall)
         self.watcher: VaultWatcher | None = None
 
     # -- keeping the index in step ------------------------------------------------------------
@@ -133,7 +137,13 @@ class Runtime:
         )
 
     def sync_path(self, rel: str) -> str:
-        """One watched path: catalog and index brought up to date (the catalog locks itself)."""
+        """One watched path: catalog and index brought up to date (the catalog locks itself).
+
+        A side file (a slot or a project.yaml: not a note) has nothing to index; ``changed`` has the
+        watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
+        """
+        if is_side_file(rel):
+            return "changed"
         return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
 
     def _rescan(self) -> list[str]:

@@ -17,6 +17,8 @@ from vaultmem.notes.slugs import make_slug
 MAX_PROJECT_CHARS = 100
 #: Namespace of the ids of projects whose project.yaml carries no ``id``: uuid5(namespace, slug).
 PROJECT_ID_NAMESPACE = uuid.UUID("6d1c9a4e-2b7f-5e30-8c41-9f0a7b3d2e15")
+#: ``status`` of a project.yaml whose project was deleted (the file is kept, like a forgotten note).
+DELETED = "deleted"
 _BAD_PROJECT = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -74,16 +76,25 @@ class ProjectRegistry:
 
     def for_cwd(self, contract: Contract, cwd: str) -> Project | None:
         """The project whose ``code_paths`` holds ``cwd``; the longest listed path wins."""
+        found = self.match(contract, cwd)
+        return found[0] if found else None
+
+    def match(self, contract: Contract, cwd: str) -> tuple[Project, str] | None:
+        """The project whose ``code_paths`` holds ``cwd``, and the listed path that holds it."""
         here = _normal(cwd)
-        best: tuple[int, Project] | None = None
+        best: tuple[int, Project, str] | None = None
         for project in self.projects(contract):
             for listed in project.code_paths:
                 base = _normal(listed)
                 if here == base or base in here.parents:
                     depth = len(base.parts)
                     if best is None or depth > best[0]:
-                        best = (depth, project)
-        return best[1] if best else None
+                        best = (depth, project, listed)
+        return (best[1], best[2]) if best else None
+
+    def by_id(self, contract: Contract, project_id: str) -> Project | None:
+        wanted = project_id.strip().lower()
+        return next((p for p in self.projects(contract) if p.id.lower() == wanted), None)
 
     def by_name(self, contract: Contract, name: str) -> Project | None:
         """The registered project whose display name (or folder) is ``name``, case-insensitively."""
@@ -133,6 +144,8 @@ def _read_all(files: list[Path]) -> tuple[list[Project], dict[str, str]]:
         except (OSError, UnicodeDecodeError, MalformedNote) as exc:
             problems[str(file)] = str(exc)
             continue
+        if data.get("status") == DELETED:
+            continue  # deleted with memory_manage: the file stays (nothing is unlinked), the project is gone
         paths = data.get("code_paths") or []
         if isinstance(paths, str):
             paths = [paths]

@@ -5,6 +5,10 @@ under the lock, fsync the folders, tell the listeners before returning), for an 
 many files: ``link_batch``, ``bulk_create``, an upgrade that edits both ends of a pair. Every file is
 staged (temp file, fsync) before any is renamed into place, so a failure while staging leaves the
 vault as it was; the renames then run back to back under the lock, and one commit records them all.
+
+A batch may also write *side files*, vault files that are not notes (a project's ``project.yaml``, the
+slot files ``project_context.md`` / ``active_goals.md``): staged and committed the same way, but kept out
+of the catalog and the index (``FileWrite.note`` is false).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class FileWrite:
     text: NoteText
     create: bool
     action: str
+    #: False for a side file (not a note): committed with the batch, never catalogued or indexed.
+    note: bool = True
 
 
 @dataclass
@@ -69,12 +75,12 @@ class Draft:
         pending = self._texts.get(rel)
         return pending.text if pending is not None else None
 
-    def put(self, rel: str, text: NoteText, action: str, *, create: bool = False) -> None:
+    def put(self, rel: str, text: NoteText, action: str, *, create: bool = False, note: bool = True) -> None:
         pending = self._texts.get(rel)
         if pending is not None:
             pending.text = text
             return
-        self._texts[rel] = FileWrite(rel, text, create, action)
+        self._texts[rel] = FileWrite(rel, text, create, action, note)
 
     def reserved(self, rel: str) -> bool:
         return rel in self._texts
@@ -117,10 +123,10 @@ def run_writes(
         try:
             _stage_all(staged)
             with service.lock:
-                notes = _install_all(service, staged, plan.writes)
+                notes, side = _install_all(service, staged, plan.writes)
                 service._bump_generation()
                 future = service.commits.submit(
-                    [n.path for n in notes], batch_message(tool, summary, notes, plan)
+                    [*(n.path for n in notes), *side], batch_message(tool, summary, notes, plan, side)
                 )
         except BaseException:
             for s in staged:
@@ -151,20 +157,28 @@ def _stage_all(staged: list[StagedWrite]) -> None:
             future.result()
 
 
-def _install_all(service: VaultService, staged: list[StagedWrite], writes: list[FileWrite]) -> list[Note]:
+def _install_all(
+    service: VaultService, staged: list[StagedWrite], writes: list[FileWrite]
+) -> tuple[list[Note], list[str]]:
+    """Rename every staged file into place; return the notes written and the side files' paths."""
     notes: list[Note] = []
+    side: list[str] = []
     try:
         for s, w in zip(staged, writes, strict=True):
             note = s.install(create=w.create, parsed=w.text)
-            service.catalog.put(note)
-            notes.append(note)
+            if w.note:
+                service.catalog.put(note)
+                notes.append(note)
+            else:
+                side.append(w.rel)
     except VaultmemError:
         # A file appeared where a new note was going (written by hand meanwhile): the ones already
-        # renamed are real notes on disk, so they are kept and committed; the rest are not written.
-        if notes:
-            service.commits.submit([n.path for n in notes], f"vaultmem: partial batch ({len(notes)} files)")
+        # renamed are real files on disk, so they are kept and committed; the rest are not written.
+        done = [*(n.path for n in notes), *side]
+        if done:
+            service.commits.submit(done, f"vaultmem: partial batch ({len(done)} files)")
         raise
-    return notes
+    return notes, side
 
 
 def _tell_listeners(service: VaultService, notes: list[Note]) -> None:
@@ -180,13 +194,16 @@ def _tell_listeners(service: VaultService, notes: list[Note]) -> None:
             log.warning("index update failed for a batch of %d notes: %s", len(notes), exc)
 
 
-def batch_message(tool: str, summary: str, notes: list[Note], plan: Plan[Any]) -> str:
-    """A commit message naming the tool, the action and every note written (id, slug, path)."""
+def batch_message(
+    tool: str, summary: str, notes: list[Note], plan: Plan[Any], side: Sequence[str] = ()
+) -> str:
+    """A commit message naming the tool, the action and every file written (notes: id, slug, path)."""
     actions = {w.rel: w.action for w in plan.writes}
-    lines = [
+    lines = [f"- {actions.get(rel, 'edit')} {rel}" for rel in side]
+    lines += [
         f"- {actions.get(n.path, 'edit')} {n.slug} id={n.id} path={n.path}" for n in notes[:MESSAGE_LINES]
     ]
     if len(notes) > MESSAGE_LINES:
         lines.append(f"- ... and {len(notes) - MESSAGE_LINES} more")
     body = "\n".join(lines)
-    return f"{tool}: {summary}\n\ntool: {tool}\nfiles: {len(notes)}\n\n{body}\n"
+    return f"{tool}: {summary}\n\ntool: {tool}\nfiles: {len(notes) + len(side)}\n\n{body}\n"

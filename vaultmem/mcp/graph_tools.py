@@ -228,6 +228,7 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                     DEFAULT_LIST_LIMIT if limit is None else limit,
                     offset,
                 )
+            runtime.upkeep.count_recall(answer)  # primers: thoughts recalled again and again are promoted
             return success(envelope(answer, scope, shaping))
         except VaultmemError as exc:
             return failure(exc)

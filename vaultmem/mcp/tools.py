@@ -31,6 +31,7 @@ from typing_extensions import TypedDict
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 from vaultmem.mcp.graph_tools import GRAPH_TOOL_NAMES, register_graph_tools
+from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
 from vaultmem.runtime import Runtime
 from vaultmem.search import MAX_LIMIT, SearchRequest
 
@@ -316,7 +317,15 @@ def build_mcp_server(runtime: Runtime) -> MCPServer[Any]:
         return cast(ForgetResult, _call(lambda: service.forget(id, reason=reason)))
 
     register_graph_tools(server, runtime)
+    register_upkeep_tools(server, runtime)
     return server
 
 
-TOOL_NAMES = ("memory_search", "memory_append", "memory_capture", "memory_forget", *GRAPH_TOOL_NAMES)
+TOOL_NAMES = (
+    "memory_search",
+    "memory_append",
+    "memory_capture",
+    "memory_forget",
+    *GRAPH_TOOL_NAMES,
+    *UPKEEP_TOOL_NAMES,
+)

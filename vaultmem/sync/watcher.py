@@ -21,7 +21,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from vaultmem.errors import VaultmemError
-from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel
+from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel, is_side_file
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -116,7 +116,7 @@ class VaultWatcher:
             return None
         if path == self.state_dir or self.state_dir in path.parents:
             return None
-        if rel.split("/", 1)[0] in IGNORED_DIRS or is_ignored_rel(rel):
+        if rel.split("/", 1)[0] in IGNORED_DIRS or (is_ignored_rel(rel) and not is_side_file(rel)):
             return None
         return rel
 
@@ -226,7 +226,7 @@ class VaultWatcher:
             for rel in ready:
                 outcome = _safe(partial(self._sync_path, rel), "error")
                 self.processed += 1
-                if outcome in ("indexed", "removed"):
+                if outcome in ("indexed", "removed", "changed"):  # changed: a side file (no index)
                     changed.append(rel)
             if changed:
                 with self._cond:

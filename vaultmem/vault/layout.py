@@ -43,10 +43,26 @@ def is_never_committed(rel: str) -> bool:
     return not parts or parts[0] in NEVER_COMMITTED_DIRS or is_ignored_name(parts[-1])
 
 
+#: vaultmem's own folder in a vault: the project registry and the slots live under it.
+DESK_DIR = "desk"
+#: Slot files (graph tools: memory_reflect, memory_status): Markdown a person reads and edits, global
+#: ones in ``desk/``, a project's in its folder ``desk/projects/<slug>/``. Not memory notes.
+SLOT_FILES = frozenset({"project_context.md", "active_goals.md"})
+PROJECT_FILE = "project.yaml"
+
+
+def is_side_file(rel: str) -> bool:
+    """True for a vault file vaultmem writes that is not a note: a slot file or a ``project.yaml``
+    under ``desk/``. Committed like notes (by the tools, and by the watcher after a hand edit), but
+    never catalogued or indexed."""
+    parts = PurePosixPath(rel).parts
+    return len(parts) >= 2 and parts[0] == DESK_DIR and (parts[-1] in SLOT_FILES or parts[-1] == PROJECT_FILE)
+
+
 def is_ignored_rel(rel: str) -> bool:
     """True when a vault-relative posix path is not a note vaultmem should read or index."""
     parts = PurePosixPath(rel).parts
-    if not parts or not rel.endswith(".md"):
+    if not parts or not rel.endswith(".md") or is_side_file(rel):
         return True
     if any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]):
         return True

@@ -1,0 +1,182 @@
+"""``memory_primers``: the always-at-hand set, earned by being recalled again and again.
+
+Every thought ``memory_recall`` hands back (a search or clusters hit, a ``get``, the head of a
+``context``) counts one hit. When a thought's hits reach ``primer_threshold`` (settings) it is promoted:
+a primer, a pointer to the thought, joins the set. Hit counters and primers are derived, ephemeral
+state (``<state>/primers.json``): deleting the state directory empties the set and the primers are
+earned again; no thought is ever touched. Deleting a primer (preview first) removes only the pointer
+and restarts that thought's count.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.errors import InvalidInput
+from vaultmem.graph.answer import Answer
+from vaultmem.graph.tokens import PreviewTokens
+from vaultmem.notes.ids import canonical_id, is_full_id, uuid7
+from vaultmem.notes.model import iso
+from vaultmem.vault.atomic import atomic_write
+
+log = logging.getLogger(__name__)
+TOOL = "memory_primers"
+DEFAULT_THRESHOLD = 3
+#: Rows ``list`` answers at most.
+LIST_CAP = 500
+_VERSION = 1
+
+
+@dataclass
+class Primer:
+    id: str
+    thought_id: str
+    hit_count: int
+    promoted_at: str
+    created_at: str
+
+
+@dataclass
+class _Counter:
+    hits: int
+    first_hit: str
+
+
+class Primers:
+    """Hit counters and the primer set, kept in one JSON file in the state directory. Thread-safe."""
+
+    def __init__(
+        self,
+        path: Path,
+        tokens: PreviewTokens,
+        clock: Callable[[], Any],
+        threshold: int = DEFAULT_THRESHOLD,
+    ) -> None:
+        self.path = path
+        self.tokens = tokens
+        self.clock = clock
+        self.threshold = max(1, threshold)
+        self._lock = threading.Lock()
+        self._counters: dict[str, _Counter] = {}
+        self._primers: dict[str, Primer] = {}
+        self._load()
+
+    # -- state ----------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("version") != _VERSION:
+                return
+            self._counters = {k: _Counter(**v) for k, v in data.get("counters", {}).items()}
+            self._primers = {k: Primer(**v) for k, v in data.get("primers", {}).items()}
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, TypeError, AttributeError) as exc:  # derived state: start afresh
+            log.warning("ignoring unreadable %s (%s); primers are earned again", self.path, exc)
+            self._counters, self._primers = {}, {}
+
+    def _save(self) -> None:
+        data = {
+            "version": _VERSION,
+            "counters": {k: asdict(v) for k, v in self._counters.items()},
+            "primers": {k: asdict(v) for k, v in self._primers.items()},
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps(data).encode("utf-8"), durable=False)
+        except OSError as exc:  # ephemeral: a lost update costs a hit or two, never a memory
+            log.warning("could not save %s: %s", self.path, exc)
+
+    # -- counting -------------------------------------------------------------------------------------
+    def record(self, thought_ids: Iterable[str]) -> list[Primer]:
+        """Count one hit for each thought (once per call); return the primers promoted by it."""
+        ids = list(dict.fromkeys(canonical_id(t) for t in thought_ids if is_full_id(t)))
+        if not ids:
+            return []
+        now = iso(self.clock())
+        promoted: list[Primer] = []
+        with self._lock:
+            by_thought = {p.thought_id: p for p in self._primers.values()}
+            for thought_id in ids:
+                counter = self._counters.setdefault(thought_id, _Counter(0, now))
+                counter.hits += 1
+                primer = by_thought.get(thought_id)
+                if primer is not None:
+                    primer.hit_count = counter.hits
+                elif counter.hits >= self.threshold:
+                    primer = Primer(uuid7(), thought_id, counter.hits, now, counter.first_hit)
+                    self._primers[primer.id] = primer
+                    promoted.append(primer)
+            self._save()
+        return promoted
+
+    def hits_of(self, thought_id: str) -> int:
+        """How many hits this thought has recorded (0 when none; retention_review's "no hits")."""
+        with self._lock:
+            counter = self._counters.get(thought_id)
+            return counter.hits if counter is not None else 0
+
+    def all(self, alive: Callable[[str], bool] | None = None) -> list[Primer]:
+        """The primers, most-hit first (then the earliest promoted); those whose thought is gone skipped."""
+        with self._lock:
+            rows = [Primer(**asdict(p)) for p in self._primers.values()]
+        if alive is not None:
+            rows = [p for p in rows if alive(p.thought_id)]
+        rows.sort(key=lambda p: (-p.hit_count, p.promoted_at, p.id))
+        return rows
+
+    def get(self, primer_id: str) -> Primer | None:
+        key = canonical_id(primer_id) if is_full_id(primer_id) else primer_id.strip()
+        with self._lock:
+            found = self._primers.get(key)
+            return Primer(**asdict(found)) if found is not None else None
+
+    def remove(self, primer_id: str) -> bool:
+        """Drop a primer (and restart its thought's count); False when it was already gone."""
+        with self._lock:
+            primer = self._primers.pop(primer_id, None)
+            if primer is None:
+                return False
+            self._counters.pop(primer.thought_id, None)
+            self._save()
+            return True
+
+    # -- the tool's actions ---------------------------------------------------------------------------
+    def list_answer(self, alive: Callable[[str], bool]) -> Answer:
+        rows = self.all(alive)
+        page = rows[:LIST_CAP]
+        return Answer.many(
+            "list", [asdict(p) for p in page], total=len(rows), filtered_out=len(rows) - len(page)
+        )
+
+    def delete(self, primer_id: object, confirm: bool, token: str | None) -> Answer:
+        if not isinstance(primer_id, str) or not primer_id.strip():
+            raise InvalidInput("primer_id is required: pass the id of a primer (memory_primers action=list)")
+        primer = self.get(primer_id)
+        if primer is None:
+            return Answer.one("delete", {"status": "not_found", "primer_id": primer_id})
+        args = {"primer_id": primer.id}
+        if not confirm:
+            token = self.tokens.issue(TOOL, "delete", args)
+            item = {
+                "status": "preview",
+                "primer_id": primer.id,
+                "primer": asdict(primer),
+                "consequence": f"Removes primer {primer.id} from the always-at-hand set; thought "
+                f"{primer.thought_id} itself is not changed, and its recall count starts again.",
+                "preview_token": token,
+                "instruction": f"Call memory_primers again with action=delete, primer_id={primer.id}, "
+                "confirm=true and this preview_token to proceed.",
+            }
+            answer = Answer.one("delete", item)
+            answer.preview = {"token": token, "destructive": True}
+            return answer
+        self.tokens.redeem(token, TOOL, "delete", args, f"memory_primers action=delete primer_id={primer.id}")
+        status = "deleted" if self.remove(primer.id) else "not_found"
+        return Answer.one("delete", {"status": status, "primer_id": primer.id})
