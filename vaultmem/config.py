@@ -48,6 +48,16 @@ class Settings:
     primer_threshold: int = 3
     #: Days without an update after which an active thought shows on memory_status's frontier as stale.
     stale_after_days: int = 90
+    #: retention_review list: the defaults each call may override (minimum age from the age anchor,
+    #: the importance a candidate must stay below, the page size).
+    retention_min_age_days: float = 30.0
+    retention_importance_floor: float = 0.3
+    retention_page_size: int = 20
+    #: memory_crystallize auto_cluster. Despite the name (the graph document's), min_similarity is a
+    #: MAXIMUM cosine distance: thoughts strictly closer than it are grouped; lower is tighter.
+    auto_cluster_min_similarity: float = 0.35
+    auto_cluster_min_cluster_size: int = 3
+    auto_cluster_max_clusters: int = 50
 
     @staticmethod
     def resolve(

@@ -17,6 +17,7 @@ from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.recall import Recall
+from vaultmem.graph.review import Review
 from vaultmem.graph.service import GraphStore
 from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.graph.upkeep import Upkeep
@@ -118,6 +119,10 @@ class Runtime:
         self.store = GraphStore(lookup, PreviewTokens())
         # The rest of the graph tools (supersede, manage, reflect, status, primers), same tokens and pipeline.
         self.upkeep = Upkeep(settings, lookup, self.store, self.recall)
+        # Placement, edge review, retention review and clusters (graph tools III).
+        self.review = Review(
+            settings, lookup, self.store, self.upkeep.supersede, self.upkeep.primers, self.recall.calibration
+        )
         self.watcher: VaultWatcher | None = None
 
     # -- keeping the index in step ------------------------------------------------------------

@@ -37,6 +37,8 @@ class Answer:
     warnings: list[str] = field(default_factory=list)
     reason: str | None = None
     preview: dict[str, Any] | None = None
+    #: Collections that ride beside ``items`` (``memory_crystallize action=graph``: ``edges``).
+    beside: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def one(action: str, item: Any, **counts: int) -> Answer:

@@ -104,7 +104,8 @@ def group_vectors(
     n = len(vectors)
     if n < 2 or max_distance <= 0:
         return []
-    first, second, dist = close_pairs(np.ascontiguousarray(vectors, dtype=np.float32), max_distance, block_rows)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    first, second, dist = close_pairs(vectors, max_distance, block_rows)
     sets = UnionFind(n)
     for a, b in zip(first.tolist(), second.tolist(), strict=True):
         sets.union(a, b)
@@ -116,7 +117,8 @@ def group_vectors(
         order = np.argsort(roots, kind="stable")
         roots, dist = roots[order], dist[order]
         starts = np.flatnonzero(np.r_[True, roots[1:] != roots[:-1]])
-        for root, peak in zip(roots[starts].tolist(), np.maximum.reduceat(dist, starts).tolist(), strict=True):
+        peaks = np.maximum.reduceat(dist, starts)
+        for root, peak in zip(roots[starts].tolist(), peaks.tolist(), strict=True):
             longest[root] = float(peak)
     out: list[Group] = []
     for members in sets.groups():

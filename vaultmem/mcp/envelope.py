@@ -131,7 +131,7 @@ def envelope(answer: Answer, scope: Scope, shaping: Shaping) -> dict[str, Any]:
     if answer.preview is not None:
         meta["preview"] = answer.preview
     if answer.collection:
-        return {"items": render(answer.items, shaping), "meta": meta}
+        return {"items": render(answer.items, shaping), **render(answer.beside, shaping), "meta": meta}
     return {"item": render(answer.item, shaping), "meta": meta}
 
 

@@ -31,6 +31,7 @@ from typing_extensions import TypedDict
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 from vaultmem.mcp.graph_tools import GRAPH_TOOL_NAMES, register_graph_tools
+from vaultmem.mcp.review_tools import REVIEW_TOOL_NAMES, register_review_tools
 from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
 from vaultmem.runtime import Runtime
 from vaultmem.search import MAX_LIMIT, SearchRequest
@@ -318,6 +319,7 @@ def build_mcp_server(runtime: Runtime) -> MCPServer[Any]:
 
     register_graph_tools(server, runtime)
     register_upkeep_tools(server, runtime)
+    register_review_tools(server, runtime)
     return server
 
 
@@ -328,4 +330,5 @@ TOOL_NAMES = (
     "memory_forget",
     *GRAPH_TOOL_NAMES,
     *UPKEEP_TOOL_NAMES,
+    *REVIEW_TOOL_NAMES,
 )

@@ -33,6 +33,7 @@ from vaultmem.mcp.envelope import (
     success,
 )
 from vaultmem.mcp.graph_tools import DEFAULT_LIST_LIMIT, _d, _tombstone
+from vaultmem.mcp.review_tools import propose_payload
 from vaultmem.runtime import Runtime
 
 UPKEEP_TOOL_NAMES = (
@@ -290,12 +291,27 @@ def register_upkeep_tools(server: MCPServer[Any], runtime: Runtime) -> None:
     @server.tool(name="memory_status")
     def memory_status(
         action: Annotated[
-            Literal["slots", "frontier", "config", "health"],
-            _d("slots (session context), frontier (what needs attention), config (settings), health."),
+            Literal["slots", "frontier", "config", "health", "propose"],
+            _d(
+                "slots (session context), frontier (what needs attention), config (settings), health, "
+                "propose (a read-only placement plan for a thought or draft content)."
+            ),
         ],
         cwd: Annotated[
             str | None,
-            _d("slots/frontier: your working directory; the project's slots and frontier (default: global)."),
+            _d(
+                "slots/frontier: your working directory; the project's slots and frontier (default: global). "
+                "propose: the project the plan is restricted to (default: the thought's; never widened)."
+            ),
+        ] = None,
+        thought_id: Annotated[str | None, _d("propose: the stored thought to place.")] = None,
+        content: Annotated[str | None, _d("propose: draft content to place (instead of thought_id).")] = None,
+        max_edges: Annotated[
+            int | None,
+            _d("propose: most edges in the plan, 1-20 (default 3; all planned with compact: false)."),
+        ] = None,
+        include_signals: Annotated[
+            bool | None, _d("propose: true adds the scoring signals (full output, like compact: false).")
         ] = None,
         slots_limit: Annotated[
             int, _d(f"slots: pending_items rows per page (1-100, default {DEFAULT_SLOTS_LIMIT}).")
@@ -305,7 +321,10 @@ def register_upkeep_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             int, _d(f"frontier: most entries (1-{MAX_FRONTIER_LIMIT}, default {DEFAULT_FRONTIER_LIMIT}).")
         ] = DEFAULT_FRONTIER_LIMIT,
         include_details: Annotated[bool, _d("health: include each check's detail rows.")] = False,
-        compact: Annotated[bool | None, _d("frontier: true trims each thought (default full).")] = None,
+        compact: Annotated[
+            bool | None,
+            _d("frontier: true trims each thought (default full). propose: false gives the full plan."),
+        ] = None,
         fields: Annotated[list[str] | None, _d("frontier: only these thought columns.")] = None,
         k: Annotated[Any, _tombstone("use limit")] = None,
         dry_run: Annotated[Any, _tombstone("use confirm")] = None,
@@ -319,10 +338,17 @@ def register_upkeep_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         frontier: {items: [{reason, thought, since, ...}]}, reasons pending, contradiction,
         unfiled, stale, in that order. config: the settings as text. health: {item: {status,
         checks: [{name, category, severity, ok, count, message, remediation?, details?}]}},
-        contradiction_in_cluster included.
+        contradiction_in_cluster included. propose (thought_id or content): {item: {thought_id,
+        placement: {project, project_id, cluster}, edges: [{source_id, target_id, type, score,
+        neighbour}], lifecycle: {current, suggested, reason}, degraded}}; slim by default (top 3 edges,
+        no signals), pinned to one project (cwd's, else the thought's, else the default project).
         """
         try:
             reject_retired({"k": k, "dry_run": dry_run, "project_id": project_id}, STATUS_RETIRED)
+            if action == "propose":
+                return success(
+                    propose_payload(runtime, thought_id, content, cwd, max_edges, include_signals, compact)
+                )
             status = runtime.upkeep.status
             full = shaping_for(compact, fields, False, compact_default=False)
             if action == "config":
