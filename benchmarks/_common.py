@@ -32,3 +32,17 @@ def pct(values: list[float], q: float) -> float:
 def summary_ms(values: list[float]) -> str:
     mean = statistics.mean(values)
     return f"p50 {pct(values, 50):.2f} ms, p95 {pct(values, 95):.2f} ms, mean {mean:.2f} ms"
+
+
+def uncapped_vault(parent: Path) -> Path:
+    """A fresh vault under ``parent`` whose filing contract lifts the daily write cap (benchmarks write
+    thousands of notes in one go)."""
+    from vaultmem.vault.init import init_vault
+
+    root, _ = init_vault(parent / "vault")
+    contract = root / "filing.yaml"
+    contract.write_text(
+        contract.read_text(encoding="utf-8").replace("daily_write_cap: 200", "daily_write_cap: 1000000"),
+        encoding="utf-8",
+    )
+    return root

@@ -22,10 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import uncapped_vault
+
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.runtime import Runtime
-from vaultmem.vault.init import init_vault
 
 
 def commits(root: Path) -> int:
@@ -35,12 +36,7 @@ def commits(root: Path) -> int:
 
 def one_run(n: int, fake: bool, durable: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        root, _ = init_vault(Path(tmp) / "vault")
-        contract = root / "filing.yaml"
-        contract.write_text(
-            contract.read_text(encoding="utf-8").replace("daily_write_cap: 200", "daily_write_cap: 1000000"),
-            encoding="utf-8",
-        )
+        root = uncapped_vault(Path(tmp))
         settings = Settings.resolve(root, durable=durable)
         runtime = Runtime(settings, embedder=FakeEmbedder() if fake else None)
         try:

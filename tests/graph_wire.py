@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from conftest import commit_count
 from mcp_harness import mcp_client
 from mcp_types import CallToolResult
 
@@ -68,6 +69,14 @@ def normalised(value: Any) -> Any:
     """``value`` with every UUID and timestamp replaced by a placeholder (for shape comparison)."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return json.loads(_TIME.sub("<time>", _UUID.sub("<id>", text)))
+
+
+def flushed_commits(daemon: Daemon) -> int:
+    """How many commits the daemon's vault has once its commit queue has drained."""
+    runtime = daemon.runtime
+    assert runtime is not None
+    runtime.service.commits.flush()
+    return commit_count(runtime.settings.vault)
 
 
 def add_project(vault: Path, name: str, slug: str, code_path: Path) -> str:

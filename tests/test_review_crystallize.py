@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from conftest import commit_count, git
-from graph_wire import Wire, add_project, normalised
+from conftest import git
+from graph_wire import Wire, add_project, flushed_commits, normalised
 from mcp_harness import running_daemon
 
 from vaultmem.graph.clustering import UnionFind, close_pairs, group_vectors, suggest_title
@@ -86,9 +86,7 @@ class Env:
         return self.wire.ok("memory_crystallize", **arguments)
 
     def commits(self) -> int:
-        assert self.daemon.runtime is not None
-        self.daemon.runtime.service.commits.flush()
-        return commit_count(self.vault)
+        return flushed_commits(self.daemon)
 
     def meta_at(self, rel: str) -> dict[str, Any]:
         return parse((self.vault / rel).read_text(encoding="utf-8")).meta

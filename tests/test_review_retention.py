@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count, git, hand_write
-from graph_wire import Wire, add_project
+from conftest import git, hand_write
+from graph_wire import Wire, add_project, flushed_commits
 from mcp_harness import running_daemon
 
 from vaultmem.notes.frontmatter import parse
@@ -63,9 +63,7 @@ class Env:
         return parse((self.vault / f"memory/semantic/{name}.md").read_text(encoding="utf-8")).meta
 
     def commits(self) -> int:
-        assert self.daemon.runtime is not None
-        self.daemon.runtime.service.commits.flush()
-        return commit_count(self.vault)
+        return flushed_commits(self.daemon)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ proposal whose thoughts changed since is detected as stale when it is applied.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -23,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.graph.statefile import read_state, write_state
 from vaultmem.notes.ids import canonical_id, is_full_id
-from vaultmem.vault.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 _VERSION = 1
@@ -84,24 +83,20 @@ class ProposalQueue:
         self._load()
 
     def _load(self) -> None:
+        data = read_state(self.path, _VERSION, "enqueue again to rebuild the queue")
+        if data is None:
+            return
+        fields = set(Proposal.__dataclass_fields__)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("version") != _VERSION:
-                return
-            fields = set(Proposal.__dataclass_fields__)
             for raw in data.get("proposals", []):
                 row = Proposal(**{k: v for k, v in raw.items() if k in fields})
                 self._rows[row.id] = row
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, TypeError, AttributeError) as exc:  # derived: start afresh
+        except (TypeError, AttributeError) as exc:  # derived state: start afresh
             log.warning("ignoring unreadable %s (%s); enqueue again to rebuild the queue", self.path, exc)
             self._rows = {}
 
     def _save(self) -> None:
-        data = {"version": _VERSION, "proposals": [asdict(p) for p in self._rows.values()]}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"), durable=False)
+        write_state(self.path, {"version": _VERSION, "proposals": [asdict(p) for p in self._rows.values()]})
 
     def get(self, proposal_id: object) -> Proposal | None:
         if not isinstance(proposal_id, str):

@@ -15,7 +15,7 @@ from vaultmem.graph.edge_review import DEFAULT_MAX_PROPOSALS, MAX_BATCH, MAX_LIS
 from vaultmem.graph.placement import propose
 from vaultmem.graph.retention import MAX_LIMIT, MAX_SOURCES
 from vaultmem.graph.review import Review
-from vaultmem.graph.thoughts import status_filter
+from vaultmem.graph.thoughts import Shaping, status_filter
 from vaultmem.mcp.envelope import (
     NO_CWD_WARNING,
     RESOLVE_HINT,
@@ -30,6 +30,8 @@ from vaultmem.mcp.envelope import (
 from vaultmem.mcp.graph_tools import Output, _d, _tombstone
 from vaultmem.runtime import Runtime
 
+#: Every column of every thought (the write actions' answers).
+FULL = Shaping()
 REVIEW_TOOL_NAMES = ("edge_review", "retention_review", "memory_crystallize")
 PINNED_TO_THOUGHT = "the plan is restricted to the project the addressed thought (thought_id) belongs to"
 PINNED_TO_DEFAULT = "the plan is restricted to the default project (draft content)"
@@ -84,7 +86,7 @@ def propose_payload(
     pinned = Scope(
         scope.payload, scope.project, propose_warning(cwd, scope, subject.is_draft_content), scope.given
     )
-    return envelope(answer, pinned, shaping_for(False, None, False, compact_default=False))
+    return envelope(answer, pinned, FULL)
 
 
 def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
@@ -152,16 +154,15 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             reject_retired({"max_items": max_items}, REVIEW_RETIRED)
             review: Review = runtime.review
             actions = review.edge_review
-            full = shaping_for(False, None, False, compact_default=False)
             if action == "list":
                 scope = resolve_scope(runtime, cwd, reader=True)
                 answer = actions.list_queue(status, thought_id, scope.project, include_retired, limit, offset)
-                return success(envelope(answer, scope, full))
+                return success(envelope(answer, scope, FULL))
             if action == "enqueue":
                 scope = resolve_scope(runtime, cwd, reader=False)
                 project_id = scope.payload["project"] if scope.project and scope.payload else None
                 answer = actions.enqueue(thought_id, max_proposals, scope.project, project_id)
-                return success(envelope(answer, scope, full))
+                return success(envelope(answer, scope, FULL))
             scope = resolve_scope(runtime, None, reader=False)
             if action == "apply":
                 answer = actions.apply(proposal_id, confirm, preview_token)
@@ -173,7 +174,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 )
             else:
                 answer = actions.reject(proposal_id, reason)
-            return success(envelope(answer, scope, full))
+            return success(envelope(answer, scope, FULL))
         except VaultmemError as exc:
             return failure(exc)
 
@@ -231,7 +232,6 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             review: Review = runtime.review
             actions = review.retention
             scope = resolve_scope(runtime, None, reader=False)
-            full = shaping_for(False, None, False, compact_default=False)
             answer: Answer
             if action == "list":
                 answer = actions.candidates(min_age_days, importance_floor, limit, offset)
@@ -244,7 +244,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 answer = actions.delete(thought_id, confirm, preview_token)
             else:
                 answer = actions.compact(source_ids, summary, confirm)
-            return success(envelope(answer, scope, full))
+            return success(envelope(answer, scope, FULL))
         except VaultmemError as exc:
             return failure(exc)
 
