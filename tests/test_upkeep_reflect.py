@@ -6,34 +6,19 @@ Working directory section's paragraph on reflect).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import upkeep_wire
 from conftest import FakeClock, commit_count, git, hand_write
-from graph_wire import add_project, normalised
+from graph_wire import normalised
 from mcp_harness import wait_for
 from upkeep_wire import LocalWire, frontmatter, local_runtime, log_subjects
 
-from vaultmem.runtime import Runtime
+#: The shared fixtures: a registered project ("Doc Probe"), a runtime on the vault, a wire to it.
+probe, runtime, wire = upkeep_wire.probe, upkeep_wire.runtime, upkeep_wire.wire
 
 NO_CWD = "no cwd — the answer spans every project"
-
-
-@pytest.fixture
-def probe(vault: Path, tmp_path: Path) -> str:
-    return add_project(vault, "Doc Probe", "doc-probe", tmp_path / "code" / "probe")
-
-
-@pytest.fixture
-def runtime(vault: Path, clock: FakeClock, probe: str) -> Iterator[Runtime]:
-    with local_runtime(vault, clock) as rt:
-        yield rt
-
-
-@pytest.fixture
-def wire(runtime: Runtime) -> LocalWire:
-    return LocalWire(runtime)
 
 
 def reflect(wire: LocalWire, **arguments: object) -> dict[str, object]:

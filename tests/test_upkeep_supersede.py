@@ -7,31 +7,16 @@ Each test is a sentence of ../shared/seeds/000_30b85c2247cb72d3.txt, section mem
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import upkeep_wire
 from conftest import FakeClock, commit_count, git, note_files
 from graph_wire import add_project, normalised
-from upkeep_wire import LocalWire, frontmatter, local_runtime, log_subjects
+from upkeep_wire import LocalWire, frontmatter, log_subjects
 
-from vaultmem.runtime import Runtime
-
-
-@pytest.fixture
-def probe(vault: Path, tmp_path: Path) -> str:
-    return add_project(vault, "Doc Probe", "doc-probe", tmp_path / "code" / "probe")
-
-
-@pytest.fixture
-def runtime(vault: Path, clock: FakeClock, probe: str) -> Iterator[Runtime]:
-    with local_runtime(vault, clock) as rt:
-        yield rt
-
-
-@pytest.fixture
-def wire(runtime: Runtime) -> LocalWire:
-    return LocalWire(runtime)
+#: The shared fixtures: a registered project ("Doc Probe"), a runtime on the vault, a wire to it.
+probe, runtime, wire = upkeep_wire.probe, upkeep_wire.runtime, upkeep_wire.wire
 
 
 def path_of(wire: LocalWire, thought_id: str) -> str:

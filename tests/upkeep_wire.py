@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from conftest import FakeClock, git
-from graph_wire import Wire
+from graph_wire import Wire, add_project
 from mcp import Client
 from mcp_types import CallToolResult
 
@@ -68,6 +69,24 @@ def local_runtime(vault: Path, clock: FakeClock, **overrides: Any) -> Iterator[R
         yield runtime
     finally:
         runtime.close()
+
+
+# -- fixtures the test modules import: a registered project, a runtime on the vault, a wire to it ----------
+@pytest.fixture
+def probe(vault: Path, tmp_path: Path) -> str:
+    """The cwd of the project "Doc Probe" (registered before the runtime opens)."""
+    return add_project(vault, "Doc Probe", "doc-probe", tmp_path / "code" / "probe")
+
+
+@pytest.fixture
+def runtime(vault: Path, clock: FakeClock, probe: str) -> Iterator[Runtime]:
+    with local_runtime(vault, clock) as rt:
+        yield rt
+
+
+@pytest.fixture
+def wire(runtime: Runtime) -> LocalWire:
+    return LocalWire(runtime)
 
 
 def frontmatter(vault: Path, rel: str) -> dict[str, Any]:

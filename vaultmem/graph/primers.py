@@ -1,16 +1,15 @@
 """``memory_primers``: the always-at-hand set, earned by being recalled again and again.
 
-Every thought ``memory_recall`` hands back (a search or clusters hit, a ``get``, the head of a
-``context``) counts one hit. When a thought's hits reach ``primer_threshold`` (settings) it is promoted:
-a primer, a pointer to the thought, joins the set. Hit counters and primers are derived, ephemeral
-state (``<state>/primers.json``): deleting the state directory empties the set and the primers are
-earned again; no thought is ever touched. Deleting a primer (preview first) removes only the pointer
-and restarts that thought's count.
+Every thought ``memory_recall`` hands back as *the* answer (the top hit of a search or clusters, the
+thought of a ``get``, the head of a ``context``) counts one hit. When a thought's hits reach
+``primer_threshold`` (settings) it is promoted: a primer, a pointer to the thought, joins the set.
+Hit counters and primers are derived, ephemeral state (``<state>/primers.json``): deleting the state
+directory empties the set and the primers are earned again; no thought is ever touched. Deleting a
+primer (preview first) removes only the pointer and restarts that thought's count.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -20,10 +19,10 @@ from typing import Any
 
 from vaultmem.errors import InvalidInput
 from vaultmem.graph.answer import Answer
+from vaultmem.graph.statefile import read_state, write_state
 from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.notes.ids import canonical_id, is_full_id, uuid7
 from vaultmem.notes.model import iso
-from vaultmem.vault.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 TOOL = "memory_primers"
@@ -69,29 +68,26 @@ class Primers:
 
     # -- state ----------------------------------------------------------------------------------------
     def _load(self) -> None:
+        data = read_state(self.path, _VERSION, "primers are earned again")
+        if data is None:
+            return
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("version") != _VERSION:
-                return
             self._counters = {k: _Counter(**v) for k, v in data.get("counters", {}).items()}
             self._primers = {k: Primer(**v) for k, v in data.get("primers", {}).items()}
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, TypeError, AttributeError) as exc:  # derived state: start afresh
+        except (TypeError, AttributeError) as exc:  # derived state: start afresh
             log.warning("ignoring unreadable %s (%s); primers are earned again", self.path, exc)
             self._counters, self._primers = {}, {}
 
     def _save(self) -> None:
-        data = {
-            "version": _VERSION,
-            "counters": {k: asdict(v) for k, v in self._counters.items()},
-            "primers": {k: asdict(v) for k, v in self._primers.items()},
-        }
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, json.dumps(data).encode("utf-8"), durable=False)
-        except OSError as exc:  # ephemeral: a lost update costs a hit or two, never a memory
-            log.warning("could not save %s: %s", self.path, exc)
+        # Ephemeral: a lost update costs a hit or two, never a memory.
+        write_state(
+            self.path,
+            {
+                "version": _VERSION,
+                "counters": {k: asdict(v) for k, v in self._counters.items()},
+                "primers": {k: asdict(v) for k, v in self._primers.items()},
+            },
+        )
 
     # -- counting -------------------------------------------------------------------------------------
     def record(self, thought_ids: Iterable[str]) -> list[Primer]:
@@ -163,20 +159,16 @@ class Primers:
             return Answer.one("delete", {"status": "not_found", "primer_id": primer_id})
         args = {"primer_id": primer.id}
         if not confirm:
-            token = self.tokens.issue(TOOL, "delete", args)
             item = {
                 "status": "preview",
                 "primer_id": primer.id,
                 "primer": asdict(primer),
                 "consequence": f"Removes primer {primer.id} from the always-at-hand set; thought "
                 f"{primer.thought_id} itself is not changed, and its recall count starts again.",
-                "preview_token": token,
                 "instruction": f"Call memory_primers again with action=delete, primer_id={primer.id}, "
                 "confirm=true and this preview_token to proceed.",
             }
-            answer = Answer.one("delete", item)
-            answer.preview = {"token": token, "destructive": True}
-            return answer
+            return self.tokens.preview_one(TOOL, "delete", args, item)
         self.tokens.redeem(token, TOOL, "delete", args, f"memory_primers action=delete primer_id={primer.id}")
         status = "deleted" if self.remove(primer.id) else "not_found"
         return Answer.one("delete", {"status": status, "primer_id": primer.id})

@@ -197,7 +197,6 @@ class ProjectAdmin:
         row = self.row(contract, project)
         moving = len(self.members(project.name))
         if not confirm:
-            token = self.tokens.issue(TOOL, "delete", args)
             item = {
                 "action": "preview",
                 "status": "preview",
@@ -208,11 +207,8 @@ class ProjectAdmin:
                 "project).",
                 "instruction": f"Call memory_manage again with action=delete, project_id={project.id}, "
                 "confirm=true and this preview_token to proceed.",
-                "preview_token": token,
             }
-            answer = Answer.one("delete", item)
-            answer.preview = {"token": token, "destructive": True}
-            return answer
+            return self.tokens.preview_one(TOOL, "delete", args, item)
         self.tokens.redeem(
             token, TOOL, "delete", args, f"memory_manage action=delete project_id={project.id}"
         )

@@ -106,23 +106,19 @@ class Supersede:
                 "current_status": self.lookup.thought(entry).status if entry is not None else None,
                 "outcome": outcome,
             }
-            answer = Answer.one("archive", item)
             if entry is None:
-                return answer  # nothing to confirm: no token, no meta.preview
-            token = self.tokens.issue(TOOL, "archive", args)
+                return Answer.one("archive", item)  # nothing to confirm: no token, no meta.preview
             item["consequence"] = (
                 f"Sets the status of thought {args['thought_id']} to archived (the note stays in the "
                 "vault; its links are kept)."
                 if outcome == "would_archive"
                 else f"Nothing changes: thought {args['thought_id']} is already archived."
             )
-            item["preview_token"] = token
             item["instruction"] = (
                 f"Call memory_supersede again with action=archive, thought_id={args['thought_id']}, "
                 "confirm=true and this preview_token to proceed."
             )
-            answer.preview = {"token": token, "destructive": True}
-            return answer
+            return self.tokens.preview_one(TOOL, "archive", args, item)
         self.tokens.redeem(
             token, TOOL, "archive", args, f"memory_supersede action=archive thought_id={args['thought_id']}"
         )
@@ -306,21 +302,17 @@ class Supersede:
             "target_updated": not problem and bool(proposed),
             "replaces_edge_created": not problem,
         }
-        answer = Answer.one("merge", item)
         if problem:
-            return answer
-        token = self.tokens.issue(TOOL, "merge", args)
+            return Answer.one("merge", item)
         item["consequence"] = (
             f"Moves the source's edges ({len(edges)}) onto {tid} where the edge rules allow, "
             f"adds a 'replaces' edge {tid} -> {sid} and archives {sid} (both notes stay in the vault)."
         )
-        item["preview_token"] = token
         item["instruction"] = (
             f"Call memory_supersede again with action=merge, source_id={sid}, target_id={tid}, the same "
             "merged_content/merged_tags/cwd, confirm=true and this preview_token to proceed."
         )
-        answer.preview = {"token": token, "destructive": True}
-        return answer
+        return self.tokens.preview_one(TOOL, "merge", args, item)
 
     def _status_of(self, entry: Entry | None) -> str | None:
         return self.lookup.thought(entry).status if entry is not None else None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.errors import InvalidInput
+from vaultmem.graph.answer import Answer
 from vaultmem.notes.ids import uuid7
 
 TOKEN_TTL_SECONDS = 300.0
@@ -79,6 +80,17 @@ class PreviewTokens:
                     f"arguments; {hint}"
                 )
             del self._tokens[token]
+
+    def preview_one(
+        self, tool: str, action: str, arguments: Mapping[str, Any], item: dict[str, Any]
+    ) -> Answer:
+        """The answer of a single-object preview: a fresh token in ``item["preview_token"]`` and in
+        ``meta.preview`` (``{token, destructive: true}``), the rest of ``item`` as given."""
+        token = self.issue(tool, action, arguments)
+        item["preview_token"] = token
+        answer = Answer.one(action, item)
+        answer.preview = {"token": token, "destructive": True}
+        return answer
 
     def _expire(self, now: float) -> None:
         stale = [t for t, issued in self._tokens.items() if issued.expires <= now]

@@ -39,10 +39,15 @@ class Upkeep:
         return entry is not None and entry.status != "deleted"
 
     def count_recall(self, answer: Answer) -> None:
-        """Count a memory_recall answer's thoughts as hits (search/clusters items, get, context's head)."""
+        """Count what a memory_recall answer recalled: the top hit of a search or clusters (several for
+        an ambiguous id), the thought of a get, the head of a context. Not the rest of a result page:
+        being listed is not being recalled, and counting it would promote whatever matches loosely."""
         if answer.action not in ("search", "clusters", "get", "context"):
             return
-        self.primers.record(t.id for t in _thoughts(answer))
+        thoughts = list(_thoughts(answer))
+        if answer.collection and answer.reason != "ambiguous_id":
+            thoughts = thoughts[:1]
+        self.primers.record(t.id for t in thoughts)
 
 
 def _thoughts(answer: Answer) -> Iterable[Thought]:
