@@ -55,7 +55,7 @@ class Settings:
     retention_page_size: int = 20
     #: memory_crystallize auto_cluster. Despite the name (the graph document's), min_similarity is a
     #: MAXIMUM cosine distance: thoughts strictly closer than it are grouped; lower is tighter.
-    auto_cluster_min_similarity: float = 0.35
+    auto_cluster_min_similarity: float = 0.15
     auto_cluster_min_cluster_size: int = 3
     auto_cluster_max_clusters: int = 50
 

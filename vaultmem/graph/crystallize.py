@@ -21,7 +21,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.filing import rules
 from vaultmem.graph.answer import Answer, WithColumns
 from vaultmem.graph.clustering import Group, group_vectors, suggest_title
-from vaultmem.graph.edges import add_link
+from vaultmem.graph.edges import add_links
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.pipeline import Draft, Plan, run_writes
 from vaultmem.graph.recall import check_int
@@ -44,7 +44,7 @@ class AutoClusterSettings:
     """``auto_cluster``'s tuning (the graph document's ``autoCluster.*`` settings)."""
 
     #: A maximum cosine *distance* despite the name: pairs strictly closer than this are joined.
-    min_similarity: float = 0.35
+    min_similarity: float = 0.15
     min_cluster_size: int = 3
     max_clusters: int = 50
 
@@ -165,13 +165,12 @@ class Crystallize:
                 rel = self.store._plan_create(draft, row, project, now)
                 text = draft.text_of(rel)
                 cluster_id = str(text.meta["id"])
-                edges = []
-                for member in members:
-                    text = add_link(text, "cluster", self.lookup.link_name(member), stamp)
-                    edges.append(
-                        {"source_id": cluster_id, "target_id": self.lookup.id_of(member), "type": "cluster"}
-                    )
-                draft.put(rel, text, "cluster")
+                names = [self.lookup.link_name(member) for member in members]
+                draft.put(rel, add_links(text, "cluster", names, stamp), "cluster")
+                edges = [
+                    {"source_id": cluster_id, "target_id": self.lookup.id_of(member), "type": "cluster"}
+                    for member in members
+                ]
                 out.append((rel, edges))
             return Plan(draft.writes(), out)
 
@@ -208,6 +207,7 @@ class Crystallize:
     def groups(self, settings: AutoClusterSettings) -> tuple[int, list[tuple[Group, list[Entry]]]]:
         """(how many thoughts were eligible, the groups found among them with their entries)."""
         entries = {self.lookup.id_of(e): e for e in self.eligible()}
+        self.lookup.index.wait_for_writes()  # read your writes: every acknowledged note has its vector
         ids, vectors = self.lookup.index.mirror.vectors_of(entries)
         found = group_vectors(
             vectors, settings.min_similarity, settings.min_cluster_size, settings.max_clusters

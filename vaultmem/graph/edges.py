@@ -119,11 +119,19 @@ def created_map(meta: dict[str, Any]) -> dict[str, Any]:
 
 def add_link(text: NoteText, edge_type: str, target_name: str, created_at: str) -> NoteText:
     """``text`` with ``"[[target_name]]"`` appended to its ``edge_type`` list and its time recorded."""
+    return add_links(text, edge_type, [target_name], created_at)
+
+
+def add_links(text: NoteText, edge_type: str, target_names: list[str], created_at: str) -> NoteText:
+    """:func:`add_link` for many targets in one frontmatter edit (a cluster's thousand members)."""
     values = _values(text.meta, edge_type)
-    if not any(link_target(v) == target_name for v in values):
-        values.append(f"[[{target_name}]]")
+    present = {link_target(v) for v in values}
     created = created_map(text.meta)
-    created[f"{edge_type}/{target_name}"] = created_at
+    for name in target_names:
+        if name not in present:
+            values.append(f"[[{name}]]")
+            present.add(name)
+        created[f"{edge_type}/{name}"] = created_at
     return fm.set_fields(text, {edge_type: values, LINK_CREATED_KEY: created})
 
 

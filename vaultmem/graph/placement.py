@@ -198,6 +198,7 @@ class PlacementEngine:
         return out
 
     def _cosines(self, subject: Subject, subject_id: str | None, pool: dict[str, Entry]) -> dict[str, float]:
+        self.index.wait_for_writes()  # read your writes: the mirror holds every acknowledged note
         mirror = self.index.mirror
         vector = mirror.vector(subject_id) if subject_id is not None else None
         record = self.index.get(subject_id) if subject_id is not None else None
