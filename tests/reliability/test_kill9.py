@@ -6,7 +6,7 @@ again. After each restart: every acknowledged write is in the vault and in git, 
 half written, no temp file is left. At the end `git fsck --full --strict` is clean and the index,
 after reconcile, answers exactly as one built from scratch.
 
-The fast tier kills 6 times; ``make test-all`` kills 200 times (``VAULTMEM_KILLS`` overrides).
+The fast tier kills 5 times; ``make test-all`` kills 200 times (``VAULTMEM_KILLS`` overrides).
 """
 
 from __future__ import annotations
@@ -140,15 +140,17 @@ def run_kills(tmp_path: Path, count: int) -> Acks:
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
     assert_git_clean_and_sound(vault)
     assert temp_files(vault) == []
-    queries = ["red server", "kill test", "blue", *sorted(acks.keys)[:5]]
+    # Queries with one right answer each (every note says "kill test ... server": ranks among such
+    # exact ties follow row order, which a crash-recovered index need not share with a fresh one).
+    queries = random.Random(seed).sample(sorted(acks.keys), min(8, len(acks.keys)))
     indexed_vs_fresh(vault, vault / ".vaultmem", tmp_path / "fresh-state", queries)
     print(f"kill -9 scenario: {len(acks.appended)} notes and {len(acks.forgotten)} forgets acknowledged")
     return acks
 
 
 def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    acks = run_kills(tmp_path, kills() or 6)
-    assert len(acks.appended) > 6  # the load really ran between the kills
+    acks = run_kills(tmp_path, kills() or 5)
+    assert len(acks.appended) > 5  # the load really ran between the kills
 
 
 @pytest.mark.slow
