@@ -193,19 +193,18 @@ class EdgeReview:
             item: dict[str, Any] = {"proposal_id": proposal.id, "proposal": self._row(proposal)}
             if status != "ok":
                 return Answer.one("apply", {**item, "status": status, "reason": reason})
-            token = self.tokens.issue(TOOL, "apply", args)
             consequence = self._consequence(proposal)
             item.update(
                 {
                     "status": "dry_run",
                     "consequence": consequence,
-                    "preview_token": token,
                     "instruction": f"Call edge_review again with action=apply, proposal_id={proposal.id}, "
                     "confirm=true and this preview_token to proceed.",
                 }
             )
-            answer = Answer.one("apply", item)
-            answer.preview = {"token": token, "destructive": True, "consequence": consequence}
+            answer = self.tokens.preview_one(TOOL, "apply", args, item)
+            assert answer.preview is not None
+            answer.preview["consequence"] = consequence
             return answer
         self.tokens.redeem(token, TOOL, "apply", args, f"edge_review action=apply proposal_id={proposal.id}")
         rows = self._apply([proposal.id], "apply")

@@ -206,7 +206,6 @@ class Retention:
         )
         args = {"thought_id": note_id}
         if not confirm:
-            token = self.tokens.issue(TOOL, "delete", args)
             item = {
                 "status": "preview",
                 "action": "preview",
@@ -216,10 +215,10 @@ class Retention:
                 "thought_id": note_id,
                 "dependents": dependents,
                 "instruction": instruction,
-                "preview_token": token,
             }
-            answer = Answer.one("delete", item)
-            answer.preview = {"token": token, "destructive": True, "consequence": instruction}
+            answer = self.tokens.preview_one(TOOL, "delete", args, item)
+            assert answer.preview is not None
+            answer.preview["consequence"] = instruction
             return answer
         self.tokens.redeem(
             token, TOOL, "delete", args, f"retention_review action=delete thought_id={note_id}"
