@@ -169,11 +169,12 @@ def file_hashes(vault: Path) -> dict[str, str]:
 
 def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: list[str]) -> None:
     """After a reconcile, the index on ``state_dir`` answers as one built from scratch: the same
-    (path, hash) rows, the same strong hits for each query (at least half the best score), and the
-    same best hit wherever the fresh build has a clear winner (2% ahead). Near-ties and the
-    near-zero tail may fall either way: an index that has taken updates keeps the replaced rows in
-    its BM25 statistics until its next compaction, and candidates are cut at a fixed depth."""
-    answers: list[list[tuple[frozenset[str], str | None]]] = []
+    (path, hash) rows; the same strong hits for each query (a hit scoring 60% of the best in one is
+    at least 40% in the other); and the same best hit wherever the fresh build has a clear winner
+    (2% ahead). Near-ties and the weak tail may fall either way: an index that has taken updates keeps
+    replaced rows in its BM25 statistics until its next compaction, and ranks among exact ties
+    follow row order."""
+    answers: list[list[tuple[dict[str, float], str | None]]] = []
     hashes: list[dict[str, str]] = []
     for state in (state_dir, fresh_state):
         settings = Settings.resolve(vault, state, durable=False)
@@ -183,12 +184,15 @@ def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: l
             per_query = []
             for q in queries:
                 hits = runtime.index.search(q, k=500).hits
+                top = hits[0].score if hits and hits[0].score > 0 else 1.0
                 clear = len(hits) == 1 or (len(hits) > 1 and hits[0].score > hits[1].score * 1.02)
-                strong = frozenset(h.record.id for h in hits if h.score >= 0.5 * hits[0].score)
-                per_query.append((strong, hits[0].record.id if clear else None))
+                relative = {h.record.id: h.score / top for h in hits}
+                per_query.append((relative, hits[0].record.id if clear else None))
             answers.append(per_query)
     assert hashes[0] == hashes[1]
     for query, got, fresh in zip(queries, answers[0], answers[1], strict=True):
-        assert got[0] == fresh[0], (query, sorted(got[0] ^ fresh[0])[:6])
+        for one, other in ((got[0], fresh[0]), (fresh[0], got[0])):
+            strong = [i for i, r in one.items() if r >= 0.6]
+            assert all(other.get(i, 0.0) >= 0.4 for i in strong), (query, strong, other)
         if fresh[1] is not None:
             assert got[1] == fresh[1], query
