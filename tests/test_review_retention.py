@@ -128,6 +128,20 @@ def test_list_answers_every_candidate_oldest_first_with_its_signals(env: Env) ->
     assert answer["meta"]["scope"] is None and answer["meta"]["warnings"] == []
 
 
+def test_the_documents_list_call_runs_as_written(env: Env) -> None:
+    """The example `{ "action": "list", "min_age_days": 90, "importance_floor": 0.1, "limit": 50,
+    "offset": 0 }`: the floor is strict (importance 0.1 is not below 0.1)."""
+    answer = env.review(action="list", min_age_days=90, importance_floor=0.1, limit=50, offset=0)
+    assert answer["meta"]["counts"] == {
+        "limit": 50,
+        "offset": 0,
+        "total": 0,
+        "returned": 0,
+        "filtered_out": 0,
+    }
+    assert len(env.listed(min_age_days=90, importance_floor=0.11)) >= 6
+
+
 def test_a_thought_failing_any_one_signal_is_not_a_candidate(env: Env) -> None:
     """ "A thought is a candidate only when every signal holds at once"; "a missing importance row counts
     as 1.0"; an incoming edge from an archived thought does not protect it, one from an active one does."""
