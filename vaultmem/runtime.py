@@ -160,7 +160,9 @@ class Runtime:
         more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
         title = f"hand edit: {paths[0]}" if len(paths) == 1 else f"hand edits: {len(paths)} files"
         commits: CommitWriter = self.service.commits
-        commits.submit(paths, f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n")
+        commits.submit(
+            paths, f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n", record=False
+        )
 
     def start_watching(self) -> VaultWatcher:
         watcher = VaultWatcher(

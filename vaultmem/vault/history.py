@@ -24,6 +24,10 @@ from pathlib import Path
 from vaultmem.errors import GitError
 
 log = logging.getLogger(__name__)
+_ALREADY_RECORDED = (
+    "(no file changes: this write's content was committed with the previous commit, which took the "
+    "note as this write left it)"
+)
 
 AUTHOR_NAME = "vaultmem"
 AUTHOR_EMAIL = "vaultmem@localhost"
@@ -141,6 +145,18 @@ class GitRepo:
             Path(spec.name).unlink(missing_ok=True)
         return True
 
+    def commit_empty(self, message: str) -> None:
+        """A commit that changes no file: an audit line for a write an earlier commit carried.
+
+        Made with plumbing on HEAD's tree, so nothing a person has staged is swept into it.
+        """
+        head = self.git("rev-parse", "HEAD").strip()
+        tree = self.git("rev-parse", "HEAD^{tree}").strip()
+        new = self.git(
+            "commit-tree", tree, "-p", head, "-F", "-", input_bytes=message.encode("utf-8")
+        ).strip()
+        self._with_lock_retries("update-ref", "-m", "vaultmem: audit line", "HEAD", new, head)
+
     def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
         missing = [p for p in paths if not (self.work_tree / p).exists()]
         if not missing:
@@ -201,6 +217,9 @@ def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
 class _Job:
     paths: list[str]
     message: str
+    #: True for an agent's write, whose message must reach history even when an earlier commit
+    #: already took its content (see ``_commit``); False for the watcher's hand-edit commits.
+    record: bool = True
     done: Future[None] = field(default_factory=Future)
 
 
@@ -226,8 +245,8 @@ class CommitWriter:
             self._thread = threading.Thread(target=self._loop, name="vaultmem-git", daemon=True)
             self._thread.start()
 
-    def submit(self, paths: Sequence[str], message: str) -> Future[None]:
-        job = _Job(list(paths), message)
+    def submit(self, paths: Sequence[str], message: str, *, record: bool = True) -> Future[None]:
+        job = _Job(list(paths), message, record)
         if self._thread is None:  # no writer thread (one-shot CLI): commit inline
             # Writes whose commit failed earlier (a held index.lock) ride along with this one.
             retry, self._retry = self._retry, []
@@ -291,6 +310,12 @@ class CommitWriter:
                     details = "\n\n".join(j.message.strip() for j in real)
                     message = f"vaultmem: {len(real)} writes\n\n{lines}\n\n{details}\n"
                 if self.repo.commit_paths(paths, message):
+                    self.commits += 1
+                elif any(j.record for j in real):
+                    # Two writes to one note in quick succession: the commit for the first took the
+                    # file as the second left it. Record the second's message anyway, so `git log`
+                    # still names every write's tool and id.
+                    self.repo.commit_empty(f"{message.rstrip()}\n\n{_ALREADY_RECORDED}\n")
                     self.commits += 1
         except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
             log.warning("commit failed, will retry: %s", exc)
