@@ -116,6 +116,7 @@ class NoteIndex:
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
+        self._own_version: int | None = None  # the notes table's version after our last write
         with _lance_errors("load the notes into memory"):  # before the model is needed
             columns = [*_schema.RECORD_COLUMNS, "vector"]
             stored = run_async(self.async_notes_table.query().select(columns).to_arrow())
@@ -378,6 +379,7 @@ class NoteIndex:
                 .when_not_matched_insert_all()
                 .execute(self._rows([records[i] for i in known], vectors[known]))
             )
+        self._own_version = self._notes.version
         self.mirror.put(records, vectors)
         for r in records:
             self.timeline.add(r.id, r.project, r.created)
@@ -410,8 +412,11 @@ class NoteIndex:
         return pa.Table.from_pylist(rows, schema=self._notes.schema)
 
     def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
+        """The ids among ``ids`` the notes table holds (written by another process, say)."""
         self._notes.checkout_latest()  # see what other processes committed since we last looked
+        if self._notes.version == self._own_version:
+            return set()  # nothing was committed since this process's own last write
+        found: set[str] = set()
         for start in range(0, len(ids), 512):
             where = sql_in("id", ids[start : start + 512])
             rows = run_async(self.async_notes_table.query().where(where).select(["id"]).to_arrow())
