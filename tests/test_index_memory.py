@@ -138,3 +138,19 @@ def test_a_note_another_process_added_is_updated_not_duplicated(tmp_path: Path) 
     rows = run_async(mine.async_notes_table.query().select(["id"]).to_arrow())["id"].to_pylist()
     assert rows == [note.id]
     mine.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_maintenance_does_not_leak_file_descriptors(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    records = [record(n, rng) for n in range(200)]
+    index = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**6)
+    index.upsert(records)
+    index.maintenance()
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    for cycle in range(12):  # each maintenance rebuilds the FTS index
+        changed = records[cycle]
+        index.upsert([NoteRecord(**{**changed.__dict__, "text": f"{changed.text} w{cycle}"})])
+        index.maintenance()
+    assert len(list(Path("/proc/self/fd").iterdir())) <= before + 3
+    index.close()

@@ -580,6 +580,7 @@ class NoteIndex:
         """
         if not background:
             self.wait_for_writes()
+            self.wait_for_maintenance()  # a background run would race this one's commits
             with self._apply_lock:
                 self._maintain_locked()
             return
@@ -603,17 +604,39 @@ class NoteIndex:
             with self._apply_lock if exclusive else nullcontext(), _lance_errors("optimise its tables"):
                 for table in tables:
                     table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+            with self._apply_lock, _lance_errors("reopen its tables"):
+                self._reopen_tables()
             self._maintenance_failures = 0
         except IndexError_ as exc:
             self._maintenance_failures += 1
             log.debug("background index maintenance gave up: %s", exc)
 
     def _maintain_locked(self) -> None:
-        with _lance_errors("optimise its tables"):
-            self._flush_cache()
-            for table in (self._notes, self._cache, self._edges):
-                table.optimize(cleanup_older_than=_CLEANUP_AFTER)
-            self._pending_writes = 0
+        for attempt in range(_WRITE_ATTEMPTS):  # another process's maintenance may win a commit race
+            try:
+                with _lance_errors("optimise its tables"):
+                    self._flush_cache()
+                    for table in (self._notes, self._cache, self._edges):
+                        table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+                    self._reopen_tables()
+                break
+            except IndexError_:
+                if attempt + 1 == _WRITE_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        self._pending_writes = 0
+
+    def _reopen_tables(self) -> None:
+        """Swap in a fresh connection and table handles (call with the apply lock held).
+
+        A LanceDB handle keeps every index version it has seen open, with its caches: one file
+        descriptor per FTS rebuild and a steadily growing RSS in a long-running daemon (found by
+        the soak test). Reopening after maintenance lets them go; a search still running on the
+        old handle keeps it until it finishes.
+        """
+        db = lancedb.connect(str(self._state_dir / "lancedb"))
+        notes, cache, edges = db.open_table("notes"), db.open_table("embeddings"), db.open_table("edges")
+        self._db, self._notes, self._cache, self._edges = db, notes, cache, edges
 
     def wait_for_maintenance(self, timeout: float = 30.0) -> None:
         """Block until a background maintenance run (if any) finishes."""
