@@ -124,6 +124,8 @@ class Runtime:
             settings, lookup, self.store, self.upkeep.supersede, self.upkeep.primers, self.recall.calibration
         )
         self.watcher: VaultWatcher | None = None
+        # Opening the service has just scanned the catalog: the first reconcile need not again.
+        self._catalog_fresh = True
 
     # -- keeping the index in step ------------------------------------------------------------
     def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
@@ -132,9 +134,10 @@ class Runtime:
         Only the catalog rescan holds the service's write lock (decisions must not see it half
         built); the index work runs beside the agents' writes.
         """
-        if rescan_vault:
+        if rescan_vault and not self._catalog_fresh:
             with self.service.lock:
                 self.service.catalog.scan()
+        self._catalog_fresh = False
         if self.index.needs_rebuild():
             self.index.rebuild()
         return reconcile(
