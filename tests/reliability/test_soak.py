@@ -102,11 +102,6 @@ def sample(daemon: ServeProcess, vault: Path, t0: float, run: int, writes: int) 
     )
 
 
-@pytest.mark.xfail(
-    reason="index owner: within a run the daemon's RSS grows about 1 MB/s and its descriptors by one "
-    "per FTS index rebuild (LanceDB keeps each old _indices/<uuid> file open); see docs/reliability.md",
-    strict=False,
-)
 def test_soak(tmp_path: Path) -> None:
     duration = float(os.environ.get("VAULTMEM_SOAK_SECONDS", "1800"))
     restart_every = max(60.0, duration / 6)
