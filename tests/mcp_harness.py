@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import httpx2
 from mcp import Client
@@ -100,3 +103,37 @@ FAKE_STDIO_SERVER = (
 
 def fake_stdio_command(vault: Path) -> tuple[str, list[str]]:
     return sys.executable, ["-c", FAKE_STDIO_SERVER, str(vault)]
+
+
+class Lines:
+    """The lines a process prints, read on a thread so that every wait is bounded."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.put(line)
+
+    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} in: {''.join(self.seen)}") from None
+            self.seen.append(line)
+            found = regex.search(line)
+            if found:
+                return found
+
+    def drain(self) -> str:
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return "".join(self.seen)

@@ -3,53 +3,23 @@ start them, with the real embedding model."""
 
 from __future__ import annotations
 
-import queue
 import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import pytest
 from conftest import git
 from mcp import Client, StdioServerParameters
-from mcp_harness import mcp_client, stdio_env, structured, wait_for
+from mcp_harness import Lines, mcp_client, stdio_env, structured, wait_for
 
 pytestmark = pytest.mark.model
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
-
-
-class Lines:
-    """The lines a process prints, read on a thread so every wait can be bounded."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.lines.put(line)
-
-    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} in: {''.join(self.seen)}") from None
-            self.seen.append(line)
-            found = regex.search(line)
-            if found:
-                return found
 
 
 @contextmanager

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
-import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from mcp_harness import Lines
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
@@ -23,40 +21,6 @@ from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.layout import VaultLayout
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
-
-
-class Lines:
-    """The lines a process prints, read on a thread so that every wait is bounded."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.lines.put(line)
-
-    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} in: {''.join(self.seen)}") from None
-            self.seen.append(line)
-            found = regex.search(line)
-            if found:
-                return found
-
-    def drain(self) -> str:
-        while True:
-            try:
-                self.seen.append(self.lines.get_nowait())
-            except queue.Empty:
-                return "".join(self.seen)
 
 
 class ServeProcess:
