@@ -20,6 +20,7 @@ from vaultmem.errors import InvalidInput, NotFound, VaultError, VaultmemError
 from vaultmem.filing import rules
 from vaultmem.filing.contract import Contract, load_contract
 from vaultmem.filing.projects import ProjectRegistry, validate_project
+from vaultmem.graph.pipeline import FileWrite, Plan, run_writes
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.ids import canonical_id, is_full_id, uuid7
 from vaultmem.notes.model import Note, fingerprint, iso, new_note_text, utc_now
@@ -29,7 +30,7 @@ from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.history import CommitWriter, GitRepo
 from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
 from vaultmem.vault.locks import ProcessLock
-from vaultmem.vault.store import NoteStore, StagedWrite
+from vaultmem.vault.store import NoteStore
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], dt.datetime]
@@ -375,59 +376,27 @@ class VaultService:
     def _run(
         self, keys: list[str], decide: Callable[[], dict[str, Any] | _Write], wait_commit: bool
     ) -> dict[str, Any] | tuple[Note, _Write]:
-        """Run one write through the pipeline.
+        """Run one write through the write pipeline (``graph/pipeline.run_writes``, shared with the
+        batch tools): wait out in-flight writes sharing a key, decide under the locks, stage and fsync
+        unlocked, install under the lock, commit, tell the listeners before returning."""
 
-        1. Under the thread lock (and the cross-process lock): wait out any in-flight write that
-           shares a key (same idempotency key, same content, same path), then decide and reserve.
-        2. Unlocked: write and fsync the temp file, so concurrent writes overlap their fsyncs.
-        3. Under the thread lock: rename into place and update the catalog; queue the commit.
-        4. Unlocked: fsync the directory, tell the listeners, optionally wait for the commit.
-        """
-        self.process_lock.acquire()
-        try:
-            self._catch_up()
-            while True:
-                with self.lock:
-                    busy = next((self._inflight[k] for k in keys if k in self._inflight), None)
-                    if busy is None:
-                        decision = decide()
-                        if isinstance(decision, dict):
-                            return decision
-                        held = [*keys, f"path:{decision.rel}"]
-                        if any(k in self._inflight for k in held[len(keys) :]):
-                            busy = self._inflight[held[-1]]
-                        else:
-                            done = threading.Event()
-                            for k in held:
-                                self._inflight[k] = done
-                            break
-                busy.wait(timeout=self.settings.write_lock_timeout)
-            try:
-                staged = StagedWrite(self.store, decision.rel, decision.text)
-                staged.stage()
-                with self.lock:
-                    note = staged.install(create=decision.create)
-                    self.catalog.put(note)
-                    self._bump_generation()
-                    future = self.commits.submit(
-                        [note.path], commit_message(note, decision.tool, decision.action)
-                    )
-            finally:
-                with self.lock:
-                    for k in held:
-                        self._inflight.pop(k, None)
-                    done.set()
-        finally:
-            self.process_lock.release()
-        staged.sync_directory()
-        for listener in self.listeners:
-            try:
-                listener.note_written(note)
-            except VaultmemError as exc:  # the note is safe on disk; the index catches up later
-                log.warning("index update failed for %s: %s", note.path, exc)
-        if wait_commit:
-            future.result(timeout=120)
-        return note, decision
+        def plan() -> Plan[dict[str, Any] | _Write]:
+            decision = decide()
+            if isinstance(decision, dict):
+                return Plan([], decision)
+            write = FileWrite(decision.rel, decision.text, decision.create, decision.action)
+            return Plan([write], decision)
+
+        def message(notes: list[Note], decision: dict[str, Any] | _Write) -> str:
+            assert isinstance(decision, _Write)
+            return commit_message(notes[0], decision.tool, decision.action)
+
+        notes, result = run_writes(
+            self, plan, tool="", summary="", keys=keys, wait_commit=wait_commit, message=message
+        )
+        if isinstance(result, dict):
+            return result
+        return notes[0], result
 
     # -- other vaultmem processes on this vault -------------------------------------------------
     def _generation_fd(self) -> int:

@@ -97,8 +97,13 @@ def run_writes(
     summary: str,
     keys: Sequence[str] = (),
     wait_commit: bool = False,
+    message: Callable[[list[Note], R], str] | None = None,
 ) -> tuple[list[Note], R]:
-    """Decide, stage, install and commit a batch; return the notes written and the plan's result."""
+    """Decide, stage, install and commit a batch; return the notes written and the plan's result.
+
+    ``message`` words the commit from the notes written and the plan's result (default: a batch
+    message listing every file).
+    """
     service.process_lock.acquire()
     held: list[str] = []
     done = threading.Event()
@@ -125,9 +130,12 @@ def run_writes(
             with service.lock:
                 notes, side = _install_all(service, staged, plan.writes)
                 service._bump_generation()
-                future = service.commits.submit(
-                    [*(n.path for n in notes), *side], batch_message(tool, summary, notes, plan, side)
+                text = (
+                    message(notes, plan.result)
+                    if message is not None and notes and not side
+                    else batch_message(tool, summary, notes, plan, side)
                 )
+                future = service.commits.submit([*(n.path for n in notes), *side], text)
         except BaseException:
             for s in staged:
                 s.discard()
