@@ -203,6 +203,41 @@ def test_many_single_upserts_stay_searchable_through_maintenance(tmp_path: Path)
     assert len(idx.search_bm25("marmalade", k=20).hits) == 12
 
 
+def test_rows_left_unindexed_by_short_lived_processes_are_folded_in_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    """A process that writes fewer rows than the maintenance threshold and exits (a stdio server
+    per agent session, a killed daemon) never folds them into the FTS index; the next open's
+    check does, so BM25 statistics match a fresh build's again."""
+    state = tmp_path / "state"
+    first = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+    first.upsert([note(i, f"kettle report {i}") for i in range(10)])
+    first.maintenance()
+    first.close()
+    n = 100
+    for _session in range(6):  # six short sessions, three writes each: 18 rows, never 8 in one
+        idx = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+        for _ in range(3):
+            idx.upsert([note(n, f"teapot memo {n} kettle" if n % 2 else f"teapot memo {n}")])
+            n += 1
+        idx.close()
+    reopened = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+    assert reopened.unindexed_rows() == 18
+    assert reopened.maintain_if_behind()
+    reopened.wait_for_maintenance()
+    assert reopened.unindexed_rows() == 0
+    assert not reopened.maintain_if_behind()
+
+    fresh = NoteIndex.open(tmp_path / "fresh", FakeEmbedder())
+    fresh.upsert([note(i, f"kettle report {i}") for i in range(10)])
+    fresh.upsert([note(m, f"teapot memo {m} kettle" if m % 2 else f"teapot memo {m}") for m in range(100, n)])
+    fresh.maintenance()
+    for query in ("kettle", "teapot", "teapot kettle"):
+        got = [(h.record.id, round(h.score, 5)) for h in reopened.search_bm25(query, k=40).hits]
+        want = [(h.record.id, round(h.score, 5)) for h in fresh.search_bm25(query, k=40).hits]
+        assert sorted(got) == sorted(want), query
+
+
 def test_edges_are_replaced_per_source(index: NoteIndex) -> None:
     src, dst = CORPUS[0].id, CORPUS[2].id
     e1 = EdgeRecord(src, "supports", dst, "e1", "2025-01-01T00:00:00Z")

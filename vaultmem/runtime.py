@@ -7,6 +7,7 @@ index with the vault once (catching what changed while it was down), then watche
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -23,7 +24,7 @@ from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.graph.upkeep import Upkeep
 from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
-from vaultmem.index.store import NoteIndex
+from vaultmem.index.store import NoteIndex, warm_in_background
 from vaultmem.search import SearchRequest, memory_search
 from vaultmem.service import VaultService
 from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
@@ -109,8 +110,15 @@ class Runtime:
         **service_options: Any,
     ) -> None:
         self.settings = settings
+        # Opening builds ~10 objects per note (catalog entries, index records); with everything the
+        # imports left behind in the collector's generations, the cyclic GC's passes over them were
+        # half of a cold start's catalog and index load. What exists now (modules, classes) lives as
+        # long as the process: freeze it out of the collector's way, and the opened state after it.
+        gc.freeze()
+        embedder = embedder or embedder_for(settings)
+        warm_in_background(embedder)  # the model loads while the catalog is scanned
         self.service = VaultService(settings, background_commits=background_commits, **service_options)
-        self.index = open_index(settings, embedder or embedder_for(settings))
+        self.index = open_index(settings, embedder)
         self.edges = EdgeSync(self.service.catalog, self.index)
         self.service.listeners.append(IndexListener(self.index, self.edges))
         # The graph tools (memory_recall, memory_store): reads and writes over the same vault and index.
@@ -126,6 +134,7 @@ class Runtime:
         self.watcher: VaultWatcher | None = None
         # Opening the service has just scanned the catalog: the first reconcile need not again.
         self._catalog_fresh = True
+        gc.freeze()
 
     # -- keeping the index in step ------------------------------------------------------------
     def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
@@ -140,9 +149,14 @@ class Runtime:
         self._catalog_fresh = False
         if self.index.needs_rebuild():
             self.index.rebuild()
-        return reconcile(
+        report = reconcile(
             self.service.layout, self.service.catalog, self.index, progress=progress, edges=self.edges
         )
+        try:  # rows earlier processes left out of the full-text index (see maintain_if_behind)
+            self.index.maintain_if_behind()
+        except IndexError_ as exc:
+            log.warning("%s", exc)
+        return report
 
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).

@@ -143,7 +143,8 @@ def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: l
     for state in (state_dir, fresh_state):
         settings = Settings.resolve(vault, state, durable=False)
         with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
-            runtime.reconcile()
+            runtime.reconcile()  # starts folding rows the crashed runs left unindexed into FTS
+            runtime.index.wait_for_maintenance()
             hashes.append(runtime.index.path_hashes())
             per_query = []
             for q in queries:

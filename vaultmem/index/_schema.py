@@ -58,9 +58,13 @@ def fts_config() -> FTS:
     return FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True)
 
 
+#: LanceDB's name for the full-text index on ``search_text`` (``<column>_idx``).
+FTS_INDEX = "search_text_idx"
+
+
 def create_note_indices(table: Any) -> None:
     """BM25 over ``search_text``; scalar indices that make id lookups and scoped prefilters cheap."""
-    table.create_index("search_text", config=fts_config())
+    table.create_index("search_text", config=fts_config(), name=FTS_INDEX)
     table.create_index("id", config=BTree())
     table.create_index("project", config=Bitmap())
     table.create_index("status", config=Bitmap())

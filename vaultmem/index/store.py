@@ -121,7 +121,7 @@ class NoteIndex:
             columns = [*_schema.RECORD_COLUMNS, "vector"]
             stored = run_async(self.async_notes_table.query().select(columns).to_arrow())
         self.timeline = Timeline()
-        self.mirror = NoteMirror(embedder.dim)
+        self.mirror = NoteMirror(self._dim)
         repairs = self._load_mirror(stored)
         self._writes = WriteQueue(self._apply)
         for op in repairs:
@@ -146,8 +146,7 @@ class NoteIndex:
         :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
         """
         state_dir = Path(state_dir)
-        # Load the model while LanceDB opens and the notes are read (about a third of a cold start).
-        threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load", daemon=True).start()
+        warm_in_background(embedder)  # the model loads while LanceDB opens and the notes are read
         with _lance_errors(f"open {state_dir}"):
             state_dir.mkdir(parents=True, exist_ok=True)
             db = lancedb.connect(str(state_dir / "lancedb"))
@@ -223,7 +222,12 @@ class NoteIndex:
         """
         with_vectors = not self.needs_rebuild()
         records = _schema.records_from_table(table)
-        dim = self._embedder.dim
+        dim = self._dim
+        if with_vectors and table.schema.field("vector").type.list_size != dim:
+            raise IndexError_(
+                f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
+                f"{self._meta_path} says {dim}"
+            )
         if with_vectors and records:
             vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
         else:
@@ -250,12 +254,26 @@ class NoteIndex:
         return self._notes._table
 
     def needs_rebuild(self) -> bool:
-        """True when the stored vectors or derived columns were built by another model/layout."""
+        """True when the stored vectors or derived columns were built by another model/layout.
+
+        The model id is a hash of the model file, so the same id means the same vector width: the
+        stored width is trusted without loading the model (which loads on a thread meanwhile).
+        """
+        dim = self._meta.get("dim")
         return (
             self._meta.get("model_id") != self._embedder.model_id
-            or self._meta.get("dim") != self._embedder.dim
             or self._meta.get("layout") != LAYOUT_VERSION
+            or not isinstance(dim, int)
+            or isinstance(dim, bool)
+            or dim < 1
         )
+
+    @property
+    def _dim(self) -> int:
+        """The vector width: the stored one while the index matches the model, else the model's."""
+        if self.needs_rebuild():
+            return self._embedder.dim
+        return int(self._meta["dim"])
 
     def rebuild(self) -> int:
         """Recompute every derived column and vector from the stored notes; returns the row count.
@@ -638,6 +656,27 @@ class NoteIndex:
         notes, cache, edges = db.open_table("notes"), db.open_table("embeddings"), db.open_table("edges")
         self._db, self._notes, self._cache, self._edges = db, notes, cache, edges
 
+    def unindexed_rows(self) -> int:
+        """Rows of the notes table the full-text index does not cover yet (scanned, not looked up)."""
+        with _lance_errors("read its full-text index statistics"):
+            stats = self._notes.index_stats(_schema.FTS_INDEX)
+        return 0 if stats is None else int(stats.num_unindexed_rows)
+
+    def maintain_if_behind(self) -> bool:
+        """Start background maintenance if the full-text index lags the table by
+        ``maintenance_threshold`` rows or more; True if it was started.
+
+        The write counter that normally starts maintenance lives in memory, so a process that
+        writes a little and exits (a stdio MCP server per agent session, a daemon killed or
+        restarted) would never fold its rows into the index. Unindexed rows are still found, but
+        BM25 then weighs terms by the indexed part's statistics (a term common among the few
+        indexed rows scores low everywhere) and every search scans them.
+        """
+        if self._closed or self.unindexed_rows() < self._maintenance_threshold:
+            return False
+        self.maintenance(background=True)
+        return True
+
     def wait_for_maintenance(self, timeout: float = 30.0) -> None:
         """Block until a background maintenance run (if any) finishes."""
         thread = self._maintenance_thread
@@ -659,6 +698,12 @@ def _warm(embedder: Embedder) -> None:
     """Load the embedding model (its width and id) ahead of first use; errors surface at that use."""
     with suppress(Exception):  # reported where the model is first needed
         _ = embedder.dim, embedder.model_id
+
+
+def warm_in_background(embedder: Embedder) -> None:
+    """Start loading the model on a thread. Loading an ONNX session releases the GIL, so it runs
+    beside a start's catalog scan and index load instead of after them (~0.2 s of a cold start)."""
+    threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load", daemon=True).start()
 
 
 def _duplicates(records: Sequence[NoteRecord]) -> set[str]:

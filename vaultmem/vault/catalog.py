@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from vaultmem.errors import InvalidInput
 from vaultmem.graph.links import typed_links
@@ -26,7 +26,7 @@ from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -314,27 +314,40 @@ class Catalog:
 
     # -- the cache --------------------------------------------------------------------------
     def _load_cache(self) -> dict[str, Entry]:
+        """The entries saved by the last scan (rows of field values in :data:`_FIELDS` order)."""
         try:
             data = json.loads(self._cache_file.read_text(encoding="utf-8"))
-            if data.get("version") != CACHE_VERSION:
+            if (
+                not isinstance(data, dict)
+                or data.get("version") != CACHE_VERSION
+                or data.get("fields") != _FIELDS
+            ):
                 return {}
+            tags, links, url_links = (_FIELDS.index(n) for n in ("tags", "links", "url_links"))
             out = {}
             for row in data["entries"]:
-                row["tags"] = tuple(row["tags"])
-                row["links"] = tuple(tuple(link) for link in row["links"])
-                row["url_links"] = tuple(tuple(link) for link in row["url_links"])
-                entry = Entry(**row)
+                row[tags] = tuple(row[tags])
+                row[links] = tuple(tuple(link) for link in row[links])
+                row[url_links] = tuple(tuple(link) for link in row[url_links])
+                entry = Entry(*row)
                 out[entry.path] = entry
             return out
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
             return {}
 
     def save_cache(self) -> None:
         with self._lock:
-            rows = [asdict(e) for e in self._by_path.values()]
-        payload = json.dumps({"version": CACHE_VERSION, "entries": rows}, ensure_ascii=False)
+            rows = [[getattr(e, name) for name in _FIELDS] for e in self._by_path.values()]
+        payload = json.dumps(
+            {"version": CACHE_VERSION, "fields": _FIELDS, "entries": rows}, ensure_ascii=False
+        )
         with contextlib.suppress(OSError):  # the cache is derived: losing it only slows a start
             atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
+
+
+#: Entry's fields in declaration order: the cache stores each entry as a row of these values
+#: (a third of the size of one JSON object per entry, and quicker to read back).
+_FIELDS = [f.name for f in fields(Entry)]
 
 
 def _same_id(path: str, other: str) -> str:
