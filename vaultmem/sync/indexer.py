@@ -273,7 +273,7 @@ def reconcile(
     catalog: Catalog,
     index: NoteIndex,
     *,
-    batch: int = 64,
+    batch: int = 128,
     progress: Progress | None = None,
     edges: EdgeSync | None = None,
 ) -> ReconcileReport:
