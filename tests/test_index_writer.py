@@ -23,7 +23,7 @@ def _records(start: int, count: int) -> list[NoteRecord]:
             content_hash=str(i),
             created=None,
             updated=None,
-        )  # fmt: skip
+        )
         for i in range(start, start + count)
     ]
 
