@@ -232,3 +232,32 @@ def test_a_rewritten_note_keeps_its_file_mode(service: VaultService, vault: Path
     path.chmod(0o600)
     service.forget(result["id"])
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_commits_leave_no_pathspec_file_and_a_killed_commits_is_swept_at_start(
+    vault: Path, open_service: OpenService
+) -> None:
+    """The list of paths a commit passes to git lives in the git directory for the length of the
+    commit; one a kill -9 left behind is removed at the next start (only when old: another process
+    on the same vault may be committing)."""
+    import tempfile
+    import time
+
+    from vaultmem.vault.history import PATHSPEC_PREFIX
+
+    git_dir = vault / ".git"
+    system_tmp = set(Path(tempfile.gettempdir()).glob(f"{PATHSPEC_PREFIX}*"))
+    service = open_service()
+    service.append("a note to commit", "reference")
+    assert list(git_dir.glob(f"{PATHSPEC_PREFIX}*")) == []
+    assert set(Path(tempfile.gettempdir()).glob(f"{PATHSPEC_PREFIX}*")) <= system_tmp
+    service.close()
+
+    stale, fresh = git_dir / f"{PATHSPEC_PREFIX}stale", git_dir / f"{PATHSPEC_PREFIX}live"
+    stale.write_bytes(b"notes/x.md")
+    fresh.write_bytes(b"notes/y.md")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    open_service()
+    assert not stale.exists()
+    assert fresh.exists()

@@ -90,6 +90,7 @@ class VaultService:
         self.layout.state_dir.mkdir(parents=True, exist_ok=True)
         with self.process_lock, self.lock:
             sweep_temp_files(self.layout.root, IGNORED_DIRS)
+            self.repo.sweep_pathspec_files()
             recovered = self.repo.commit_all_pending(
                 "vaultmem: record changes found at start\n\n"
                 "Writes acknowledged before a crash, or edits made while vaultmem was stopped.",

@@ -33,6 +33,10 @@ AUTHOR_NAME = "vaultmem"
 AUTHOR_EMAIL = "vaultmem@localhost"
 _NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added to commit")
 _LOCK_MARKERS = ("index.lock", "Unable to create", "another git process")
+#: A commit's list of paths, written to the git directory for ``--pathspec-from-file``.
+PATHSPEC_PREFIX = "vaultmem-paths-"
+#: A pathspec file this old was left by a commit that was killed (a live one lasts milliseconds).
+PATHSPEC_MAX_AGE_S = 3600.0
 
 
 def _git_env() -> dict[str, str]:
@@ -55,6 +59,34 @@ class GitRepo:
         self.work_tree = work_tree
         self.lock_timeout = lock_timeout
         self._env = _git_env()
+        self._git_dir: Path | None = None
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's git directory (``.git``, or a separate one for a synced vault)."""
+        if self._git_dir is None:
+            self._git_dir = Path(self.git("rev-parse", "--absolute-git-dir").strip())
+        return self._git_dir
+
+    def sweep_pathspec_files(self, older_than_s: float = PATHSPEC_MAX_AGE_S) -> int:
+        """Remove pathspec files a commit killed mid-way left in the git directory; return how many.
+
+        Only old ones: another vaultmem process on the same vault may be committing right now.
+        """
+        removed = 0
+        now = time.time()
+        try:
+            leftovers = list(self.git_dir.glob(f"{PATHSPEC_PREFIX}*"))
+        except (OSError, GitError):
+            return 0
+        for path in leftovers:
+            try:
+                if now - path.stat().st_mtime > older_than_s:
+                    path.unlink()
+                    removed += 1
+            except OSError:
+                continue
+        return removed
 
     @staticmethod
     def init(work_tree: Path, git_dir: Path | None = None) -> GitRepo:
@@ -121,13 +153,15 @@ class GitRepo:
         unique = [p for p in unique if p in tracked_missing or (self.work_tree / p).exists()]
         if not unique:
             return False
-        # Paths and message go through stdin and a temp file, not argv: a batch of thousands of notes
-        # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all).
+        # Paths and message go through stdin and a file, not argv: a batch of thousands of notes
+        # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all). The
+        # file lives in the git directory (never synced, never committed, swept at start if a kill
+        # left it), not in the system temp folder.
         listed = "\0".join(unique).encode("utf-8")
         self._with_lock_retries(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
         )
-        with tempfile.NamedTemporaryFile(prefix="vaultmem-paths-", delete=False) as spec:
+        with tempfile.NamedTemporaryFile(prefix=PATHSPEC_PREFIX, dir=self.git_dir, delete=False) as spec:
             spec.write(listed)
         try:
             self._with_lock_retries(
