@@ -20,6 +20,9 @@ from __future__ import annotations
 class VaultmemError(Exception):
     """Root of every error vaultmem raises on purpose."""
 
+    #: True when the same call, made again unchanged, may well succeed.
+    retryable: bool = False
+
 
 class InvalidInput(VaultmemError, ValueError):
     """The caller passed an argument that cannot be used as given."""
@@ -31,6 +34,15 @@ class NotFound(VaultmemError, LookupError):
 
 class Conflict(VaultmemError):
     """The write contradicts what is already there (a pair of thoughts carries one edge)."""
+
+
+class ChangedOnDisk(Conflict):
+    """A note changed on disk (a person's save) between being read for a write and being replaced.
+
+    Nothing was written; running the same call again decides from the new text.
+    """
+
+    retryable = True
 
 
 class ContractError(VaultmemError):

@@ -20,9 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import ChangedOnDisk, VaultmemError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note
+from vaultmem.vault.catalog import file_hash
 from vaultmem.vault.store import StagedWrite
 
 if TYPE_CHECKING:
@@ -113,7 +114,8 @@ def run_writes(
             with service.lock:
                 busy = next((service._inflight[k] for k in keys if k in service._inflight), None)
                 if busy is None:
-                    plan = decide()
+                    with service.store.recording() as read:
+                        plan = decide()
                     if not plan.writes:
                         return [], plan.result
                     paths = [f"path:{w.rel}" for w in plan.writes]
@@ -128,6 +130,7 @@ def run_writes(
         try:
             _stage_all(staged)
             with service.lock:
+                _check_unchanged(service, plan.writes, read)
                 notes, side = _install_all(service, staged, plan.writes)
                 service._bump_generation()
                 text = (
@@ -153,6 +156,28 @@ def run_writes(
     if wait_commit:
         future.result(timeout=120)
     return notes, plan.result
+
+
+def _check_unchanged(service: VaultService, writes: list[FileWrite], read: dict[str, str]) -> None:
+    """Refuse the batch if a file it replaces changed since the decision read it (call under the
+    write lock, just before the renames).
+
+    A person's save landing while the new version was being staged would otherwise be overwritten:
+    the write read the note, built its new text from it and replaces the file a few milliseconds
+    later. Nothing is written then, and the error says to run the call again (it will read the
+    new text). Only the microseconds between this check and the rename stay open.
+    """
+    changed = [
+        w.rel
+        for w in writes
+        if not w.create and w.rel in read and file_hash(service.store.layout.root / w.rel) != read[w.rel]
+    ]
+    if changed:
+        raise ChangedOnDisk(
+            f"{changed[0]} changed on disk while vaultmem was writing it (edited by hand or by a sync "
+            f"client{'' if len(changed) == 1 else f'; {len(changed) - 1} more file(s) too'}); nothing "
+            "was written: run the same call again"
+        )
 
 
 def _stage_all(staged: list[StagedWrite]) -> None:

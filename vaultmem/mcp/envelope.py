@@ -68,7 +68,7 @@ def failure(exc: VaultmemError) -> CallToolResult:
     code = status_code(exc)
     if code is None:
         return CallToolResult(content=content, is_error=True)
-    error = {"message": message, "statusCode": code, "retryable": code == 503}
+    error = {"message": message, "statusCode": code, "retryable": code == 503 or exc.retryable}
     return CallToolResult(content=content, structured_content={"result": {"error": error}}, is_error=True)
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from vaultmem.errors import InvalidInput
 from vaultmem.graph.links import typed_links
@@ -104,6 +106,11 @@ class Entry:
 
 def read_note(layout: VaultLayout, rel: str) -> Note:
     """Read and parse one note; raise MalformedNote for a file that cannot be read as a note."""
+    return read_note_and_hash(layout, rel)[0]
+
+
+def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
+    """:func:`read_note`, with the sha256 of the bytes it was parsed from."""
     try:
         path = layout.resolve(rel)
     except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
@@ -122,7 +129,15 @@ def read_note(layout: VaultLayout, rel: str) -> Note:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
-    return note_from_text(text, rel)
+    return note_from_text(text, rel), hashlib.sha256(raw).hexdigest()
+
+
+def file_hash(path: Path) -> str | None:
+    """sha256 of a file's bytes now; None when it cannot be read (gone, say)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 class Catalog:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from vaultmem.errors import VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
 from vaultmem.vault.atomic import atomic_write, fsync_dir, write_temp
-from vaultmem.vault.catalog import read_note
+from vaultmem.vault.catalog import read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
 
 
@@ -20,9 +22,26 @@ class NoteStore:
     def __init__(self, layout: VaultLayout, *, durable: bool = True) -> None:
         self.layout = layout
         self.durable = durable
+        self._reads = threading.local()
 
     def read(self, rel: str) -> Note:
-        return read_note(self.layout, rel)
+        note, digest = read_note_and_hash(self.layout, rel)
+        ledger: dict[str, str] | None = getattr(self._reads, "ledger", None)
+        if ledger is not None:
+            ledger.setdefault(rel, digest)  # the first read is the one a decision built on
+        return note
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[dict[str, str]]:
+        """Collect ``{path: sha256}`` of every note this thread reads inside the block: what a
+        write's decision was based on, checked again just before the write replaces the files."""
+        outer = getattr(self._reads, "ledger", None)
+        ledger: dict[str, str] = {}
+        self._reads.ledger = ledger
+        try:
+            yield ledger
+        finally:
+            self._reads.ledger = outer
 
     def write(self, rel: str, text: NoteText, *, create: bool = False) -> Note:
         """Write ``text`` to ``rel`` atomically; with ``create``, refuse to replace a file."""
