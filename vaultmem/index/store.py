@@ -664,7 +664,8 @@ class NoteIndex:
 
     def maintain_if_behind(self) -> bool:
         """Start background maintenance if the full-text index lags the table by
-        ``maintenance_threshold`` rows or more; True if it was started.
+        ``maintenance_threshold`` rows or more, or by a tenth of the notes (a small vault); True if
+        it was started.
 
         The write counter that normally starts maintenance lives in memory, so a process that
         writes a little and exits (a stdio MCP server per agent session, a daemon killed or
@@ -672,7 +673,10 @@ class NoteIndex:
         BM25 then weighs terms by the indexed part's statistics (a term common among the few
         indexed rows scores low everywhere) and every search scans them.
         """
-        if self._closed or self.unindexed_rows() < self._maintenance_threshold:
+        if self._closed:
+            return False
+        behind = self.unindexed_rows()
+        if behind == 0 or (behind < self._maintenance_threshold and behind * 10 < len(self.mirror)):
             return False
         self.maintenance(background=True)
         return True
