@@ -74,3 +74,25 @@ def test_a_dangling_link_is_no_edge_and_doctor_reports_it(vault: Path) -> None:
         {"path": "memory/semantic/cache-policy.md", "property": "supports", "target": "no-such-note"}
     ]
     runtime.close()
+
+
+def test_a_conflict_copys_links_do_not_replace_its_originals_edges(vault: Path) -> None:
+    """A sync client's copy carries the original's id; its typed links are its own edges."""
+    folder = vault / "memory" / "semantic"
+    (folder / "cache-policy.md").write_text(A, encoding="utf-8")
+    (folder / "ttl-defaults.md").write_text(B, encoding="utf-8")
+    copy = A.replace('supports: ["[[ttl-defaults]]", "[[no-such-note]]"]\n', "").replace(
+        'related: "[[memory/semantic/ttl-defaults]]"', 'contradicts: "[[ttl-defaults]]"'
+    )
+    (folder / "cache-policy (Ann's conflicted copy 2026-01-01).md").write_text(copy, encoding="utf-8")
+    runtime = open_runtime(vault)
+    try:
+        assert sorted(e.type for e in runtime.index.edges_for(A_ID) if e.source_id == A_ID) == [
+            "related",
+            "supports",
+        ]
+        into_b = {(e.type, e.source_id) for e in runtime.index.edges_for(B_ID)}
+        assert ("contradicts", A_ID) not in into_b
+        assert any(t == "contradicts" and s != A_ID for t, s in into_b)  # the copy's, under its own id
+    finally:
+        runtime.close()

@@ -38,18 +38,26 @@ def derived_id(path: str) -> str:
     return str(uuid.uuid5(_DERIVED_NS, path))
 
 
-def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
-    """The index record of a note.
+def index_id(note: Note, catalog: Catalog | None = None) -> str:
+    """The id a note is indexed under, and its edges keyed by.
 
-    A file carrying another file's id (a sync client's conflict copy, a copy made by hand) is
-    indexed under an id derived from its path, so both stay searchable and neither replaces the
-    other; a conflict copy is flagged with the ``conflict-copy`` tag.
+    A file carrying another file's id (a sync client's conflict copy, a copy made by hand) gets an
+    id derived from its path, so both stay searchable and neither replaces the other's row or
+    edges. A note without an id gets one derived from its path too.
     """
-    note_id = note.id or derived_id(note.path)
-    if note.id and catalog is not None:
+    if not note.id:
+        return derived_id(note.path)
+    if catalog is not None:
         owner = catalog.by_id(note.id)
         if owner is not None and owner.path != note.path:
-            note_id = derived_id(note.path)
+            return derived_id(note.path)
+    return note.id
+
+
+def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
+    """The index record of a note (under :func:`index_id`); a conflict copy is flagged with the
+    ``conflict-copy`` tag."""
+    note_id = index_id(note, catalog)
     tags = (*note.tags, CONFLICT_COPY_TAG) if is_conflict_copy(note.path) else note.tags
     return NoteRecord(
         id=note_id,
@@ -110,7 +118,7 @@ class EdgeSync:
         with self._lock:
             changed: list[str] = []
             for note in notes:
-                source_id = note.id or derived_id(note.path)
+                source_id = index_id(note, self.catalog)  # a conflict copy's links are its own
                 meta = note.text.meta if note.text is not None else {}
                 if not typed_links(meta) and source_id not in self._out:
                     continue
