@@ -200,3 +200,34 @@ def test_the_sdk_client_with_the_token_can_call_a_tool(daemon: Daemon) -> None:
 
     anyio.run(main)
     assert out == {"results": [], "total": 0, "cursor": None}
+
+
+def test_connections_are_served_without_nagles_delay() -> None:
+    """The listening socket says TCP, so asyncio sets TCP_NODELAY on every connection it accepts.
+
+    Created with protocol 0 it did not, and a response written in two parts on a kept-alive
+    connection waited for the client's delayed ACK: ~40 ms added to every MCP call."""
+    import asyncio
+    import socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    assert sock.proto == socket.IPPROTO_TCP
+    seen: list[int] = []
+
+    async def main() -> None:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            conn = writer.get_extra_info("socket")
+            seen.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=sock)
+        async with server:
+            _reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.01)
+            writer.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

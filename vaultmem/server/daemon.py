@@ -47,7 +47,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
     check_loopback(host)
     address = "127.0.0.1" if host == "localhost" else host.strip("[]")
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets whose protocol says TCP, and accepted connections inherit it. With Nagle on, every
+    # response written in two parts on a kept-alive connection waited for the client's delayed ACK:
+    # +40 ms on every MCP call (44 ms for a tool that answers in 2 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((address, port))
