@@ -154,6 +154,7 @@ def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(6 * (kills() or 200) + 600)  # ~3 s per kill cycle here; the suite's 300 s is for one
 def test_kill_9_two_hundred_times(tmp_path: Path) -> None:
     acks = run_kills(tmp_path, kills() or 200)
     assert len(acks.appended) > 200
