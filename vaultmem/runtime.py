@@ -143,6 +143,7 @@ class Runtime:
         Only the catalog rescan holds the service's write lock (decisions must not see it half
         built); the index work runs beside the agents' writes.
         """
+        first = self._catalog_fresh  # the reconcile that follows opening
         if rescan_vault and not self._catalog_fresh:
             with self.service.lock:
                 self.service.catalog.scan()
@@ -152,8 +153,10 @@ class Runtime:
         report = reconcile(
             self.service.layout, self.service.catalog, self.index, progress=progress, edges=self.edges
         )
-        try:  # rows earlier processes left out of the full-text index (see maintain_if_behind)
-            self.index.maintain_if_behind()
+        try:  # rows earlier processes left out of the full-text index (see maintain_if_behind);
+            # at start any lag, so the index a start (or a crash recovery) leaves ranks exactly as
+            # a fresh build would; later rescans only when it matters
+            self.index.maintain_if_behind(any_lag=first)
         except IndexError_ as exc:
             log.warning("%s", exc)
         return report

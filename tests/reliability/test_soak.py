@@ -11,6 +11,7 @@ versions and fragments bounded, every acknowledged write in git at the end and `
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -70,7 +71,10 @@ def _git_children(pid: int) -> int:
 
 
 def _count(folder: Path, pattern: str) -> int:
-    return len(list(folder.glob(pattern))) if folder.is_dir() else 0
+    try:
+        return len(list(folder.glob(pattern)))
+    except OSError:  # removed by LanceDB's cleanup while being listed
+        return 0
 
 
 def _live_fragments(lancedb_dir: Path) -> int:
@@ -86,7 +90,12 @@ def _live_fragments(lancedb_dir: Path) -> int:
 
 
 def _size_mb(folder: Path) -> float:
-    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
+    total = 0
+    for root, _dirs, files in os.walk(folder):  # LanceDB deletes folders while this walks
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_size
+    return round(total / 2**20, 1)
 
 
 def sample(daemon: ServeProcess, vault: Path, t0: float, run: int, writes: int) -> Sample:

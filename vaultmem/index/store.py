@@ -662,10 +662,10 @@ class NoteIndex:
             stats = self._notes.index_stats(_schema.FTS_INDEX)
         return 0 if stats is None else int(stats.num_unindexed_rows)
 
-    def maintain_if_behind(self) -> bool:
+    def maintain_if_behind(self, *, any_lag: bool = False) -> bool:
         """Start background maintenance if the full-text index lags the table by
-        ``maintenance_threshold`` rows or more, or by a tenth of the notes (a small vault); True if
-        it was started.
+        ``maintenance_threshold`` rows or more, or by a tenth of the notes (a small vault), or with
+        ``any_lag`` by a single row; True if it was started.
 
         The write counter that normally starts maintenance lives in memory, so a process that
         writes a little and exits (a stdio MCP server per agent session, a daemon killed or
@@ -676,7 +676,9 @@ class NoteIndex:
         if self._closed:
             return False
         behind = self.unindexed_rows()
-        if behind == 0 or (behind < self._maintenance_threshold and behind * 10 < len(self.mirror)):
+        if behind == 0:
+            return False
+        if not any_lag and behind < self._maintenance_threshold and behind * 10 < len(self.mirror):
             return False
         self.maintenance(background=True)
         return True
