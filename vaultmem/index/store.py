@@ -62,8 +62,11 @@ log = logging.getLogger(__name__)
 
 #: Bump when the derived columns (search_text, embedding text) or FTS options change.
 LAYOUT_VERSION = 3
-#: Old table versions are kept this long so a concurrent reader never loses its files.
-_CLEANUP_AFTER = timedelta(minutes=10)
+#: Old table versions are kept this long so a concurrent reader (a CLI search beside the daemon)
+#: never loses its files. Every write is a version: at ~9 writes/s, ten minutes kept ~5,000 manifests
+#: (650 MB of state for 7,500 notes in the 30-minute soak) and made each cleanup long enough to lose
+#: its commit race; two minutes keeps a fifth of that.
+_CLEANUP_AFTER = timedelta(minutes=2)
 #: Tries of one LanceDB write before it is logged and left to the next reconcile.
 _WRITE_ATTEMPTS = 4
 #: Background compactions that may lose to concurrent writes before one holds writes back.
@@ -622,12 +625,16 @@ class NoteIndex:
             with self._apply_lock if exclusive else nullcontext(), _lance_errors("optimise its tables"):
                 for table in tables:
                     table.optimize(cleanup_older_than=_CLEANUP_AFTER)
-            with self._apply_lock, _lance_errors("reopen its tables"):
-                self._reopen_tables()
             self._maintenance_failures = 0
         except IndexError_ as exc:
             self._maintenance_failures += 1
             log.debug("background index maintenance gave up: %s", exc)
+        finally:
+            # Reopened whether or not the run completed: a handle keeps every index version it has
+            # opened (one descriptor each), so a run that lost its commit race must still let them
+            # go (the 30-minute soak: descriptors grew to ~550 once runs started failing).
+            with suppress(IndexError_), self._apply_lock, _lance_errors("reopen its tables"):
+                self._reopen_tables()
 
     def _maintain_locked(self) -> None:
         for attempt in range(_WRITE_ATTEMPTS):  # another process's maintenance may win a commit race
