@@ -85,6 +85,11 @@ def test_a_conflict_copys_links_do_not_replace_its_originals_edges(vault: Path) 
         'related: "[[memory/semantic/ttl-defaults]]"', 'contradicts: "[[ttl-defaults]]"'
     )
     (folder / "cache-policy (Ann's conflicted copy 2026-01-01).md").write_text(copy, encoding="utf-8")
+    linking = B.replace(B_ID, "01a20000-0000-7000-8000-00000000000c").replace(
+        "title: TTL defaults",
+        'title: Review\nreferences: "[[cache-policy (Ann\'s conflicted copy 2026-01-01)]]"',
+    )
+    (folder / "review.md").write_text(linking, encoding="utf-8")
     runtime = open_runtime(vault)
     try:
         assert sorted(e.type for e in runtime.index.edges_for(A_ID) if e.source_id == A_ID) == [
@@ -94,5 +99,8 @@ def test_a_conflict_copys_links_do_not_replace_its_originals_edges(vault: Path) 
         into_b = {(e.type, e.source_id) for e in runtime.index.edges_for(B_ID)}
         assert ("contradicts", A_ID) not in into_b
         assert any(t == "contradicts" and s != A_ID for t, s in into_b)  # the copy's, under its own id
+        out_of_review = runtime.index.edges_for("01a20000-0000-7000-8000-00000000000c")
+        targets = {e.target_id for e in out_of_review if e.type == "references"}
+        assert targets and A_ID not in targets  # a link to the copy names the copy, not its original
     finally:
         runtime.close()

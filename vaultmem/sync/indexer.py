@@ -20,7 +20,7 @@ from vaultmem.index.records import EdgeRecord, NoteRecord
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import Note
-from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def derived_id(path: str) -> str:
     return str(uuid.uuid5(_DERIVED_NS, path))
 
 
-def index_id(note: Note, catalog: Catalog | None = None) -> str:
+def index_id(note: Note | Entry, catalog: Catalog | None = None) -> str:
     """The id a note is indexed under, and its edges keyed by.
 
     A file carrying another file's id (a sync client's conflict copy, a copy made by hand) gets an
@@ -106,7 +106,7 @@ class EdgeSync:
         entry = self.catalog.resolve_link(target)
         if entry is None:
             return None
-        return entry.id or derived_id(entry.path)
+        return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
 
     def update(self, note: Note) -> None:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
