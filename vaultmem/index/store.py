@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema
+from vaultmem.index.compaction import optimize_table
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.mirror import NoteMirror
@@ -69,6 +70,8 @@ LAYOUT_VERSION = 3
 _CLEANUP_AFTER = timedelta(minutes=2)
 #: Tries of one LanceDB write before it is logged and left to the next reconcile.
 _WRITE_ATTEMPTS = 4
+#: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
+_TABLES = ("notes", "embeddings", "edges")
 #: Background compactions that may lose to concurrent writes before one holds writes back.
 _MAINTENANCE_RETRIES = 3
 
@@ -621,10 +624,10 @@ class NoteIndex:
         try:
             with self._apply_lock, _lance_errors("flush the embedding cache"):
                 self._flush_cache()
-                tables = (self._notes, self._cache, self._edges)
+                tables = _TABLES
             with self._apply_lock if exclusive else nullcontext(), _lance_errors("optimise its tables"):
-                for table in tables:
-                    table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+                for name in tables:
+                    self._optimize(name)
             self._maintenance_failures = 0
         except IndexError_ as exc:
             self._maintenance_failures += 1
@@ -641,8 +644,8 @@ class NoteIndex:
             try:
                 with _lance_errors("optimise its tables"):
                     self._flush_cache()
-                    for table in (self._notes, self._cache, self._edges):
-                        table.optimize(cleanup_older_than=_CLEANUP_AFTER)
+                    for name in _TABLES:
+                        self._optimize(name)
                     self._reopen_tables()
                 break
             except IndexError_:
@@ -650,6 +653,9 @@ class NoteIndex:
                     raise
                 time.sleep(0.05 * 2**attempt)
         self._pending_writes = 0
+
+    def _optimize(self, table: str) -> None:
+        optimize_table(self._state_dir / "lancedb" / f"{table}.lance", keep_versions_for=_CLEANUP_AFTER)
 
     def _reopen_tables(self) -> None:
         """Swap in a fresh connection and table handles (call with the apply lock held).
@@ -660,7 +666,7 @@ class NoteIndex:
         old handle keeps it until it finishes.
         """
         db = lancedb.connect(str(self._state_dir / "lancedb"))
-        notes, cache, edges = db.open_table("notes"), db.open_table("embeddings"), db.open_table("edges")
+        notes, cache, edges = (db.open_table(name) for name in _TABLES)
         self._db, self._notes, self._cache, self._edges = db, notes, cache, edges
 
     def unindexed_rows(self) -> int:

@@ -1,0 +1,93 @@
+"""Index maintenance compacts by size: full fragments stay, the small tail is merged, new rows are
+folded into the FTS index, old versions are pruned (vaultmem/index/compaction.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import lance
+import lancedb
+import pyarrow as pa
+import pytest
+from lancedb.index import FTS
+
+from vaultmem.index.compaction import MIN_FRAGMENT_ROWS, optimize_table, target_rows_per_fragment
+
+SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string())])
+
+
+def rows(start: int, count: int) -> pa.Table:
+    numbers = range(start, start + count)
+    ids = [f"n{i:06d}" for i in numbers]
+    texts = [f"note n{i:06d} about topic{i % 7}" for i in numbers]
+    return pa.table({"id": ids, "text": texts}, schema=SCHEMA)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> tuple[object, Path]:
+    db = lancedb.connect(str(tmp_path))
+    t = db.create_table("t", schema=SCHEMA)
+    return t, tmp_path / "t.lance"
+
+
+def fragments(path: Path) -> dict[int, int]:
+    """Fragment id -> live rows of the table's latest version."""
+    return {f.fragment_id: f.count_rows() for f in lance.dataset(str(path)).get_fragments()}
+
+
+def test_target_grows_with_the_table() -> None:
+    assert target_rows_per_fragment(0) == MIN_FRAGMENT_ROWS
+    assert target_rows_per_fragment(10_000) == MIN_FRAGMENT_ROWS
+    assert target_rows_per_fragment(160_000) == 10_000
+
+
+def test_full_fragments_are_left_alone_and_the_tail_is_merged(table: tuple[object, Path]) -> None:
+    t, path = table
+    for start in range(0, 4 * 1024, 1024):  # four full fragments
+        t.add(rows(start, 1024))  # type: ignore[attr-defined]
+    t.create_index("text", config=FTS())  # type: ignore[attr-defined]
+    full = fragments(path)
+    for i in range(40):  # forty single-row writes, as the daemon makes them
+        t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
+    assert len(fragments(path)) == 44
+
+    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+
+    after = fragments(path)
+    # LanceDB's own optimize() (a million-row target) would have rewritten all 4,136 rows.
+    assert set(full) <= set(after), "a full fragment was rewritten"
+    assert len(after) == 5 and sum(after.values()) == 4 * 1024 + 40
+    t.checkout_latest()  # type: ignore[attr-defined]
+    stats = t.index_stats("text_idx")  # type: ignore[attr-defined]
+    assert stats.num_unindexed_rows == 0 and stats.num_indexed_rows == 4 * 1024 + 40
+    hits = t.search("n010039", query_type="fts").limit(3).to_list()  # type: ignore[attr-defined]
+    assert [h["id"] for h in hits][:1] == ["n010039"]
+
+
+def test_a_fragment_with_many_deletions_is_rewritten(table: tuple[object, Path]) -> None:
+    t, path = table
+    for start in range(0, 2 * 1024, 1024):
+        t.add(rows(start, 1024))  # type: ignore[attr-defined]
+    first = min(fragments(path))
+    t.delete("id < 'n000200'")  # type: ignore[attr-defined]  # ~20 % of the first fragment
+
+    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+
+    after = fragments(path)
+    assert first not in after, "deleted rows were not materialised"
+    assert sum(after.values()) == 2 * 1024 - 200
+
+
+def test_old_versions_are_pruned_after_the_grace_period(table: tuple[object, Path]) -> None:
+    t, path = table
+    for i in range(30):
+        t.add(rows(i, 1))  # type: ignore[attr-defined]
+    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    kept = len(lance.dataset(str(path)).versions())
+    assert kept > 30, "versions younger than the grace period were deleted"
+
+    optimize_table(path, keep_versions_for=timedelta(0))
+
+    assert len(lance.dataset(str(path)).versions()) == 1
+    assert lance.dataset(str(path)).count_rows() == 30
