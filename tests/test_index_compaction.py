@@ -12,7 +12,13 @@ import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
-from vaultmem.index.compaction import MIN_FRAGMENT_ROWS, optimize_table, target_rows_per_fragment
+from vaultmem.index.compaction import (
+    MIN_FRAGMENT_ROWS,
+    optimize_table,
+    should_fold,
+    target_rows_per_fragment,
+    unindexed_rows,
+)
 
 SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string())])
 
@@ -34,6 +40,11 @@ def table(tmp_path: Path) -> tuple[object, Path]:
 def fragments(path: Path) -> dict[int, int]:
     """Fragment id -> live rows of the table's latest version."""
     return {f.fragment_id: f.count_rows() for f in lance.dataset(str(path)).get_fragments()}
+
+
+def segments(path: Path) -> set[str]:
+    """The uuids of the table's index segments (a rewritten index gets a new one)."""
+    return {str(s.uuid) for i in lance.dataset(str(path)).describe_indices() for s in i.segments}
 
 
 def test_target_grows_with_the_table() -> None:
@@ -63,6 +74,41 @@ def test_full_fragments_are_left_alone_and_the_tail_is_merged(table: tuple[objec
     assert stats.num_unindexed_rows == 0 and stats.num_indexed_rows == 4 * 1024 + 40
     hits = t.search("n010039", query_type="fts").limit(3).to_list()  # type: ignore[attr-defined]
     assert [h["id"] for h in hits][:1] == ["n010039"]
+
+
+def test_folding_waits_for_enough_lag_and_merging_new_rows_needs_no_index_rewrite(
+    table: tuple[object, Path],
+) -> None:
+    t, path = table
+    for start in range(0, 4 * 1024, 1024):
+        t.add(rows(start, 1024))  # type: ignore[attr-defined]
+    t.create_index("text", config=FTS())  # type: ignore[attr-defined]
+    index_files = segments(path)
+    for i in range(20):
+        t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
+    assert not should_fold(20, 4096 + 20)
+
+    optimize_table(path, keep_versions_for=timedelta(minutes=2))  # fold=None: too little lag
+
+    dataset = lance.dataset(str(path))
+    assert len(dataset.get_fragments()) == 5, "the new rows' fragments were not merged"
+    assert segments(path) == index_files, "an index was rewritten"
+    assert unindexed_rows(dataset) == 20
+    hits = t.search("n010019", query_type="fts").limit(1).to_list()  # type: ignore[attr-defined]
+    assert [h["id"] for h in hits] == ["n010019"], "an unindexed row is still searched"
+
+    for i in range(20, 40):
+        t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
+    assert should_fold(40, 4096 + 40)
+    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    assert unindexed_rows(lance.dataset(str(path))) == 0
+
+
+def test_should_fold_lags_of_a_tenth_in_small_tables_and_1_in_256_in_large_ones() -> None:
+    assert not should_fold(0, 10)
+    assert should_fold(1, 10) and not should_fold(1, 11)
+    assert should_fold(32, 8_000) and not should_fold(31, 8_000)
+    assert should_fold(400, 100_000) and not should_fold(380, 100_000)
 
 
 def test_a_fragment_with_many_deletions_is_rewritten(table: tuple[object, Path]) -> None:

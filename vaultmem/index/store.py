@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema
-from vaultmem.index.compaction import optimize_table
+from vaultmem.index.compaction import optimize_table, should_fold
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.mirror import NoteMirror
@@ -68,6 +68,8 @@ LAYOUT_VERSION = 3
 #: (650 MB of state for 7,500 notes in the 30-minute soak) and made each cleanup long enough to lose
 #: its commit race; two minutes keeps a fifth of that.
 _CLEANUP_AFTER = timedelta(minutes=2)
+#: Background runs delete old versions at most this often (each cleanup reads every kept manifest).
+_CLEANUP_EVERY = 30.0
 #: Tries of one LanceDB write before it is logged and left to the next reconcile.
 _WRITE_ATTEMPTS = 4
 #: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
@@ -112,6 +114,7 @@ class NoteIndex:
         self._maintenance_threshold = maintenance_threshold
         self._pending_writes = 0
         self._maintenance_failures = 0
+        self._last_cleanup = 0.0  # time.monotonic() of the last background run that pruned versions
         self._pending_cache: dict[str, npt.NDArray[np.float32]] = {}
         self._cached_hashes: set[str] | None = None
         self._closed = False
@@ -363,7 +366,7 @@ class NoteIndex:
             self._guarded("store edges", self._apply_edges, edges)
             due = self._pending_writes >= self._maintenance_threshold
         if due:
-            self.maintenance(background=True)
+            self.maintenance(background=True, fold=None)
 
     def _guarded(self, action: str, apply: Any, arg: Any) -> None:
         """Run one write, retried a few times: a commit can lose a race to a background
@@ -593,8 +596,10 @@ class NoteIndex:
 
     # ----------------------------------------------------------------- maintenance
 
-    def maintenance(self, *, background: bool = False) -> None:
-        """Compact small fragments, fold new rows into the FTS index and prune old versions.
+    def maintenance(self, *, background: bool = False, fold: bool | None = True) -> None:
+        """Compact small fragments, fold new rows into the indices and prune old versions
+        (``index/compaction.py``; ``fold=None`` folds only once enough rows lag, as runs started
+        by writes do).
 
         Thousands of single-row writes otherwise leave thousands of fragments and an FTS index
         that no longer covers them (still correct — unindexed rows are scanned — but slower).
@@ -606,29 +611,35 @@ class NoteIndex:
             self.wait_for_writes()
             self.wait_for_maintenance()  # a background run would race this one's commits
             with self._apply_lock:
-                self._maintain_locked()
+                self._maintain_locked(fold)
             return
         with self._apply_lock:
             if self._maintenance_thread is not None and self._maintenance_thread.is_alive():
                 return
             self._pending_writes = 0
             self._maintenance_thread = threading.Thread(
-                target=self._background_maintenance, name="vaultmem-index-maintenance", daemon=True
+                target=self._background_maintenance,
+                args=(fold,),
+                name="vaultmem-index-maintenance",
+                daemon=True,
             )
             self._maintenance_thread.start()
 
-    def _background_maintenance(self) -> None:
+    def _background_maintenance(self, fold: bool | None) -> None:
         # Normally writes go on while tables are compacted. A compaction that keeps losing the
         # commit race to a steady stream of writes runs with writes held back instead.
         exclusive = self._maintenance_failures >= _MAINTENANCE_RETRIES
+        cleanup = time.monotonic() - self._last_cleanup >= _CLEANUP_EVERY
         try:
             with self._apply_lock, _lance_errors("flush the embedding cache"):
                 self._flush_cache()
                 tables = _TABLES
             with self._apply_lock if exclusive else nullcontext(), _lance_errors("optimise its tables"):
                 for name in tables:
-                    self._optimize(name)
+                    self._optimize(name, fold, cleanup=cleanup)
             self._maintenance_failures = 0
+            if cleanup:
+                self._last_cleanup = time.monotonic()
         except IndexError_ as exc:
             self._maintenance_failures += 1
             log.debug("background index maintenance gave up: %s", exc)
@@ -639,13 +650,13 @@ class NoteIndex:
             with suppress(IndexError_), self._apply_lock, _lance_errors("reopen its tables"):
                 self._reopen_tables()
 
-    def _maintain_locked(self) -> None:
+    def _maintain_locked(self, fold: bool | None = True) -> None:
         for attempt in range(_WRITE_ATTEMPTS):  # another process's maintenance may win a commit race
             try:
                 with _lance_errors("optimise its tables"):
                     self._flush_cache()
                     for name in _TABLES:
-                        self._optimize(name)
+                        self._optimize(name, fold)
                     self._reopen_tables()
                 break
             except IndexError_:
@@ -654,8 +665,9 @@ class NoteIndex:
                 time.sleep(0.05 * 2**attempt)
         self._pending_writes = 0
 
-    def _optimize(self, table: str) -> None:
-        optimize_table(self._state_dir / "lancedb" / f"{table}.lance", keep_versions_for=_CLEANUP_AFTER)
+    def _optimize(self, table: str, fold: bool | None, *, cleanup: bool = True) -> None:
+        path = self._state_dir / "lancedb" / f"{table}.lance"
+        optimize_table(path, keep_versions_for=_CLEANUP_AFTER if cleanup else None, fold=fold)
 
     def _reopen_tables(self) -> None:
         """Swap in a fresh connection and table handles (call with the apply lock held).
@@ -676,9 +688,9 @@ class NoteIndex:
         return 0 if stats is None else int(stats.num_unindexed_rows)
 
     def maintain_if_behind(self, *, any_lag: bool = False) -> bool:
-        """Start background maintenance if the full-text index lags the table by
-        ``maintenance_threshold`` rows or more, or by a tenth of the notes (a small vault), or with
-        ``any_lag`` by a single row; True if it was started.
+        """Start background maintenance if the full-text index lags the table by enough rows to
+        fold them in (:func:`~vaultmem.index.compaction.should_fold`), or with ``any_lag`` by a
+        single row; True if it was started.
 
         The write counter that normally starts maintenance lives in memory, so a process that
         writes a little and exits (a stdio MCP server per agent session, a daemon killed or
@@ -691,9 +703,9 @@ class NoteIndex:
         behind = self.unindexed_rows()
         if behind == 0:
             return False
-        if not any_lag and behind < self._maintenance_threshold and behind * 10 < len(self.mirror):
+        if not any_lag and not should_fold(behind, len(self.mirror)):
             return False
-        self.maintenance(background=True)
+        self.maintenance(background=True, fold=True)
         return True
 
     def wait_for_maintenance(self, timeout: float = 30.0) -> None:
