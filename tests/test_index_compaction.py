@@ -15,6 +15,7 @@ from lancedb.index import FTS
 from vaultmem.index.compaction import (
     MIN_FRAGMENT_ROWS,
     optimize_table,
+    prune_versions,
     should_fold,
     target_rows_per_fragment,
     unindexed_rows,
@@ -63,7 +64,7 @@ def test_full_fragments_are_left_alone_and_the_tail_is_merged(table: tuple[objec
         t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
     assert len(fragments(path)) == 44
 
-    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    optimize_table(path)
 
     after = fragments(path)
     # LanceDB's own optimize() (a million-row target) would have rewritten all 4,136 rows.
@@ -88,7 +89,7 @@ def test_folding_waits_for_enough_lag_and_merging_new_rows_needs_no_index_rewrit
         t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
     assert not should_fold(20, 4096 + 20)
 
-    optimize_table(path, keep_versions_for=timedelta(minutes=2))  # fold=None: too little lag
+    optimize_table(path)  # fold=None: too little lag
 
     dataset = lance.dataset(str(path))
     assert len(dataset.get_fragments()) == 5, "the new rows' fragments were not merged"
@@ -100,7 +101,7 @@ def test_folding_waits_for_enough_lag_and_merging_new_rows_needs_no_index_rewrit
     for i in range(20, 40):
         t.add(rows(10_000 + i, 1))  # type: ignore[attr-defined]
     assert should_fold(40, 4096 + 40)
-    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    optimize_table(path)
     assert unindexed_rows(lance.dataset(str(path))) == 0
 
 
@@ -118,7 +119,7 @@ def test_a_fragment_with_many_deletions_is_rewritten(table: tuple[object, Path])
     first = min(fragments(path))
     t.delete("id < 'n000200'")  # type: ignore[attr-defined]  # ~20 % of the first fragment
 
-    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    optimize_table(path)
 
     after = fragments(path)
     assert first not in after, "deleted rows were not materialised"
@@ -129,11 +130,65 @@ def test_old_versions_are_pruned_after_the_grace_period(table: tuple[object, Pat
     t, path = table
     for i in range(30):
         t.add(rows(i, 1))  # type: ignore[attr-defined]
-    optimize_table(path, keep_versions_for=timedelta(minutes=2))
+    optimize_table(path)
+    prune_versions(path, older_than=timedelta(minutes=2))
     kept = len(lance.dataset(str(path)).versions())
     assert kept > 30, "versions younger than the grace period were deleted"
 
-    optimize_table(path, keep_versions_for=timedelta(0))
+    prune_versions(path, older_than=timedelta(0))
 
     assert len(lance.dataset(str(path)).versions()) == 1
     assert lance.dataset(str(path)).count_rows() == 30
+
+
+def test_a_compaction_that_loses_its_commit_race_runs_again_with_writes_held_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lance refuses a compaction's commit when a concurrent write changed a fragment it rewrote.
+    Given up, each loss left the writes since the last run as single-row fragments (the soak's
+    peaks of ~140); the index runs it again at once, holding its writer back."""
+    from test_index_store import note
+
+    from vaultmem.index import store
+    from vaultmem.index.embedder import FakeEmbedder
+    from vaultmem.index.store import NoteIndex
+
+    index = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**9)
+    for n in range(40):
+        index.upsert([note(n, f"teapot memo {n}")])
+        index.wait_for_writes()
+    calls: list[tuple[str, bool]] = []
+    real = store.optimize_table
+
+    def racing(path: Path, *, fold: bool | None = None) -> None:
+        calls.append((path.name, _free(index)))
+        if path.name == "notes.lance" and len(calls) == 1:
+            raise RuntimeError("Retryable commit conflict for version 42: preempted by Update")
+        real(path, fold=fold)
+
+    monkeypatch.setattr(store, "optimize_table", racing)
+    index.maintenance(background=True, fold=None)
+    index.wait_for_maintenance()
+
+    assert calls[:2] == [("notes.lance", True), ("notes.lance", False)], calls
+    assert len(fragments(tmp_path / "state" / "lancedb" / "notes.lance")) == 1
+    index.close()
+
+
+def _free(index: object) -> bool:
+    """Whether another thread could take the index's apply lock (the writer is not held back)."""
+    import threading
+
+    result: list[bool] = []
+
+    def probe() -> None:
+        lock = index._apply_lock  # type: ignore[attr-defined]
+        got = lock.acquire(blocking=False)
+        if got:
+            lock.release()
+        result.append(got)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return result[0]
