@@ -44,6 +44,8 @@ __all__ = [
     "FOLD_MIN_ROWS",
     "FRAGMENTS_PER_TABLE",
     "MIN_FRAGMENT_ROWS",
+    "compact_table",
+    "fold_indices",
     "optimize_table",
     "prune_versions",
     "should_fold",
@@ -92,36 +94,48 @@ def unindexed_rows(dataset: LanceDataset) -> int:
 
 
 def optimize_table(path: Path, *, fold: bool | None = None) -> None:
-    """Merge the table's small fragments and fold unindexed rows into its indices (always with
-    ``fold=True``, never with ``False``, when :func:`should_fold` says so by default).
+    """:func:`fold_indices` then :func:`compact_table` (for callers that hold writes back for both)."""
+    fold_indices(path, fold=fold)
+    compact_table(path)
 
-    Raises whatever Lance raises. A compaction that rewrites fragments a concurrent write changed
-    loses its commit ("Retryable commit conflict"); nothing is lost by giving up (the table stays
-    correct, only less compact) and the caller may run it again.
+
+def fold_indices(path: Path, *, fold: bool | None = None) -> bool:
+    """Fold unindexed rows into the table's indices: always with ``fold=True``, never with
+    ``False``, and when :func:`should_fold` says so by default; True if it did.
+
+    Safe beside concurrent writes: an index update commits against whatever rows it saw.
     """
     import lance  # the first maintenance pays for the import, not the start
 
     started = time.perf_counter()
     dataset = lance.dataset(str(path))
-    rows = dataset.count_rows()
     if fold is None:
-        fold = should_fold(unindexed_rows(dataset), rows)
-    steps = [("open", time.perf_counter())]
+        fold = should_fold(unindexed_rows(dataset), dataset.count_rows())
     if fold:
-        # Indices first: compaction then merges the new rows' fragments with the indexed tail
-        # (Lance remaps their rows in the index as it goes), leaving one tail fragment.
         dataset.optimize.optimize_indices()
-        steps.append(("fold", time.perf_counter()))
-    # Without a fold, Lance merges the unindexed fragments among themselves only (it never mixes
-    # fragments an index covers with ones it does not), which needs no index rewrite.
+        log.debug("folded %s: %.0f ms", path.name, 1000 * (time.perf_counter() - started))
+    return fold
+
+
+def compact_table(path: Path) -> None:
+    """Merge the table's small fragments towards :func:`target_rows_per_fragment`.
+
+    Run it with the process's own writes held back. Lance refuses to commit a compaction whose
+    rewritten fragments a concurrent update or delete changed, and the files the loser wrote stay
+    on disk: no manifest names them, so pruning keeps them for seven days as possibly a write in
+    progress (the soak: about one run in three lost to a person re-saving notes in the tail, and
+    ~70 % of the state folder was such files). Merging the tail takes tens of milliseconds.
+    """
+    import lance
+
+    started = time.perf_counter()
+    dataset = lance.dataset(str(path))
+    rows = dataset.count_rows()
+    # After a fold Lance merges the new rows' fragments with the indexed tail (remapping their
+    # rows in the index); otherwise it merges unindexed fragments among themselves only (it never
+    # mixes fragments an index covers with ones it does not), which rewrites no index.
     dataset.optimize.compact_files(target_rows_per_fragment=target_rows_per_fragment(rows))
-    steps.append(("compact", time.perf_counter()))
-    if log.isEnabledFor(logging.DEBUG):
-        times = [
-            f"{name} {1000 * (t - prev):.0f} ms"
-            for (name, t), (_, prev) in zip(steps, [("", started), *steps[:-1]], strict=True)
-        ]
-        log.debug("maintained %s (%d rows): %s", path.name, rows, ", ".join(times))
+    log.debug("compacted %s (%d rows): %.0f ms", path.name, rows, 1000 * (time.perf_counter() - started))
 
 
 def prune_versions(path: Path, *, older_than: timedelta) -> None:

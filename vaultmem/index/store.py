@@ -38,7 +38,13 @@ import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema
-from vaultmem.index.compaction import optimize_table, prune_versions, should_fold
+from vaultmem.index.compaction import (
+    compact_table,
+    fold_indices,
+    optimize_table,
+    prune_versions,
+    should_fold,
+)
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.mirror import NoteMirror
@@ -628,7 +634,7 @@ class NoteIndex:
             with self._apply_lock, _lance_errors("flush the embedding cache"):
                 self._flush_cache()
             for name in _TABLES:
-                self._compact_beside_writes(name, fold)
+                self._maintain_table(name, fold)
             if cleanup:
                 with _lance_errors("delete old versions of its tables"):
                     for name in _TABLES:
@@ -643,22 +649,16 @@ class NoteIndex:
             with suppress(IndexError_), self._apply_lock, _lance_errors("reopen its tables"):
                 self._reopen_tables()
 
-    def _compact_beside_writes(self, name: str, fold: bool | None) -> None:
-        """Compact one table while writes go on; if a write wins the commit race (Lance refuses
-        a rewrite of fragments a concurrent update or delete changed), compact again at once with
-        writes held back. In the soak (~13 writes/s, a person re-saving notes that live in the
-        tail) about one run in three lost the race; given up, each loss left another 32 writes'
-        fragments behind and live fragments peaked at ~140. Held back, a write waits for one tail
-        compaction (tens of ms; a few hundred with a fold) and the writer then takes everything
-        queued meanwhile as one batch."""
+    def _maintain_table(self, name: str, fold: bool | None) -> None:
+        """Fold one table's new rows into its indices while writes go on, then compact it with
+        writes held back (:func:`~vaultmem.index.compaction.compact_table` says why): a write
+        waits for one tail compaction, tens of ms, and the writer then takes everything queued
+        meanwhile as one batch."""
         path = self._table_path(name)
-        try:
-            with _lance_errors(f"compact its {name} table"):
-                optimize_table(path, fold=fold)
-        except IndexError_ as exc:
-            log.debug("compaction lost a commit race, again with writes held back: %s", exc)
-            with self._apply_lock, _lance_errors(f"compact its {name} table"):
-                optimize_table(path, fold=fold)
+        with _lance_errors(f"update the indices of its {name} table"):
+            fold_indices(path, fold=fold)
+        with self._apply_lock, _lance_errors(f"compact its {name} table"):
+            compact_table(path)
 
     def _maintain_locked(self, fold: bool | None = True) -> None:
         for attempt in range(_WRITE_ATTEMPTS):  # another process's maintenance may win a commit race
