@@ -26,7 +26,8 @@ most 16 full fragments that is at most 16 more: a table stays within ~33 fragmen
 writes since the last run.
 
 This needs the ``lance`` package (pylance) at the same Lance version LanceDB embeds; it is
-imported on the first run, not at start (~35 MB of resident code, 26 ms).
+imported on the first run, not at start: 26 ms, and ~110 MB more VmRSS, of which 102 MB are its
+shared library's file-backed pages (clean, shared, reclaimable) and 9 MB anonymous memory.
 """
 
 from __future__ import annotations
