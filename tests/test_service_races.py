@@ -76,3 +76,36 @@ def test_the_error_is_a_retryable_conflict_on_the_wire() -> None:
     assert result.structured_content is not None
     error = result.structured_content["result"]["error"]
     assert error["statusCode"] == 409 and error["retryable"] is True
+
+
+def test_an_appending_save_that_lands_in_the_replaced_file_is_put_back(
+    vault: Path, open_service: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check above leaves the rename itself open: a save that opened the file just before it
+    and writes just after lands in the replaced inode (the contention scenario lost such a line
+    once). The replaced file stays open across the rename; a change to it puts it back."""
+    service = open_service()
+    written = service.append("The otter fishes at dusk.", "reference", title="otter")
+    rel = service.catalog.by_id(written["id"]).path  # type: ignore[union-attr]
+    target = vault / rel
+    real_replace = Path.replace
+
+    def replace(self: Path, dest: Path | str) -> Path:
+        if Path(dest) == target and self.name.startswith(TEMP_PREFIX):
+            with target.open("a", encoding="utf-8") as handle:  # opened before the rename ...
+                result = real_replace(self, dest)
+                handle.write("\nperson edit: seen at dawn too\n")  # ... written after it
+            return result
+        return real_replace(self, dest)
+
+    monkeypatch.setattr(Path, "replace", replace)
+    with pytest.raises(ChangedOnDisk, match="put back"):
+        service.forget(written["id"], "outdated")
+    monkeypatch.undo()
+
+    text = target.read_text(encoding="utf-8")
+    assert "person edit: seen at dawn too" in text and "status: deleted" not in text
+    assert not list(target.parent.glob(f"{TEMP_PREFIX}*"))
+    again = service.forget(written["id"], "outdated", wait_commit=True)
+    assert again["status"] == "deleted"
+    assert "person edit: seen at dawn too" in target.read_text(encoding="utf-8")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaultmem.errors import VaultError
+from vaultmem.errors import ChangedOnDisk, VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
 from vaultmem.vault.atomic import atomic_write, fsync_dir, write_temp
@@ -94,15 +95,44 @@ class StagedWrite:
         if create and self.path.exists():
             self.discard()
             raise VaultError(f"{self.rel} already exists; vaultmem never overwrites a note it did not read")
+        # The file being replaced stays open across the rename: a save that opened it just before
+        # and writes just after lands in the replaced inode, and its size or mtime shows it.
+        old = None if create else _open_quietly(self.path)
         try:
-            self.tmp.replace(self.path)
-        except OSError as exc:
-            self.discard()
-            raise _write_error(self.rel, exc) from exc
-        self.tmp = None
+            before = None if old is None else os.fstat(old)
+            try:
+                self.tmp.replace(self.path)
+            except OSError as exc:
+                self.discard()
+                raise _write_error(self.rel, exc) from exc
+            self.tmp = None
+            if old is not None and before is not None:
+                after = os.fstat(old)
+                if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+                    self._put_back(old)
+        finally:
+            if old is not None:
+                os.close(old)
         if parsed is not None:
             return note_from_doc(parsed, self.rel)
         return note_from_text(self.data.decode("utf-8"), self.rel)
+
+    def _put_back(self, old: int) -> None:
+        """A save landed in the replaced file while it was being replaced: put that version (the
+        person's, read through the still-open descriptor) back and refuse the write."""
+        chunks = []
+        offset = 0
+        while chunk := os.pread(old, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        try:
+            atomic_write(self.path, b"".join(chunks), durable=self.store.durable)
+        except OSError as exc:
+            raise _write_error(self.rel, exc) from exc
+        raise ChangedOnDisk(
+            f"{self.rel} was saved by someone else while vaultmem replaced it; their version was put "
+            "back and nothing was written: run the same call again"
+        )
 
     def sync_directory(self) -> None:
         if self.store.durable:
@@ -113,3 +143,11 @@ class StagedWrite:
             with contextlib.suppress(OSError):
                 self.tmp.unlink()
             self.tmp = None
+
+
+def _open_quietly(path: Path) -> int | None:
+    """A read-only descriptor of ``path``, or None when it cannot be opened (gone, say)."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
