@@ -131,7 +131,7 @@ def run_writes(
             _stage_all(staged)
             with service.lock:
                 _check_unchanged(service, plan.writes, read)
-                notes, side = _install_all(service, staged, plan.writes)
+                notes, side = _install_all(service, staged, plan.writes, read)
                 service._bump_generation()
                 text = (
                     message(notes, plan.result)
@@ -191,14 +191,14 @@ def _stage_all(staged: list[StagedWrite]) -> None:
 
 
 def _install_all(
-    service: VaultService, staged: list[StagedWrite], writes: list[FileWrite]
+    service: VaultService, staged: list[StagedWrite], writes: list[FileWrite], read: dict[str, str]
 ) -> tuple[list[Note], list[str]]:
     """Rename every staged file into place; return the notes written and the side files' paths."""
     notes: list[Note] = []
     side: list[str] = []
     try:
         for s, w in zip(staged, writes, strict=True):
-            note = s.install(create=w.create, parsed=w.text)
+            note = s.install(create=w.create, parsed=w.text, expected=read.get(w.rel))
             if w.note:
                 service.catalog.put(note)
                 notes.append(note)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import threading
 from collections.abc import Iterator
@@ -84,7 +85,7 @@ class StagedWrite:
         except OSError as exc:
             raise _write_error(self.rel, exc) from exc
 
-    def install(self, *, create: bool, parsed: NoteText | None = None) -> Note:
+    def install(self, *, create: bool, parsed: NoteText | None = None, expected: str | None = None) -> Note:
         """Rename the temp file over the target (fast; under the write lock).
 
         ``parsed`` is the text these bytes were rendered from, when the caller has it: the note is
@@ -97,9 +98,17 @@ class StagedWrite:
             raise VaultError(f"{self.rel} already exists; vaultmem never overwrites a note it did not read")
         # The file being replaced stays open across the rename: a save that opened it just before
         # and writes just after lands in the replaced inode, and its size or mtime shows it.
+        # ``expected`` is the sha256 the caller's decision read; checked through the same
+        # descriptor, so no save can slip in between the check and the stat.
         old = None if create else _open_quietly(self.path)
         try:
             before = None if old is None else os.fstat(old)
+            if old is not None and expected is not None and _digest(old) != expected:
+                self.discard()
+                raise ChangedOnDisk(
+                    f"{self.rel} changed on disk while vaultmem was writing it (edited by hand or by a "
+                    "sync client); nothing was written: run the same call again"
+                )
             try:
                 self.tmp.replace(self.path)
             except OSError as exc:
@@ -120,13 +129,8 @@ class StagedWrite:
     def _put_back(self, old: int) -> None:
         """A save landed in the replaced file while it was being replaced: put that version (the
         person's, read through the still-open descriptor) back and refuse the write."""
-        chunks = []
-        offset = 0
-        while chunk := os.pread(old, 1 << 20, offset):
-            chunks.append(chunk)
-            offset += len(chunk)
         try:
-            atomic_write(self.path, b"".join(chunks), durable=self.store.durable)
+            atomic_write(self.path, _read_all(old), durable=self.store.durable)
         except OSError as exc:
             raise _write_error(self.rel, exc) from exc
         raise ChangedOnDisk(
@@ -151,3 +155,16 @@ def _open_quietly(path: Path) -> int | None:
         return os.open(path, os.O_RDONLY)
     except OSError:
         return None
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _digest(fd: int) -> str:
+    return hashlib.sha256(_read_all(fd)).hexdigest()
