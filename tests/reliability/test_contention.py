@@ -151,10 +151,12 @@ def test_8_clients_x_50_writes_with_a_person_editing_and_committing(vault: Path,
 
         person.thread.start()
         started = time.monotonic()
-        anyio.run(main)
-        elapsed = time.monotonic() - started
-        person.stop.set()
-        person.thread.join(timeout=60)
+        try:
+            anyio.run(main)
+        finally:  # a failing client must not leave the person's git looping on index.lock
+            elapsed = time.monotonic() - started
+            person.stop.set()
+            person.thread.join(timeout=60)
         assert not person.thread.is_alive()
     print(
         f"contention: {len(acks) + len(forgotten)} calls in {elapsed:.1f}s; the person held index.lock "
