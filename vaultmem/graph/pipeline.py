@@ -165,7 +165,8 @@ def _check_unchanged(service: VaultService, writes: list[FileWrite], read: dict[
     A person's save landing while the new version was being staged would otherwise be overwritten:
     the write read the note, built its new text from it and replaces the file a few milliseconds
     later. Nothing is written then, and the error says to run the call again (it will read the
-    new text). Only the microseconds between this check and the rename stay open.
+    new text). Checked here for the whole batch before any rename (no partial batch), and again
+    by each ``StagedWrite.install`` through the descriptor it keeps across its rename.
     """
     changed = [
         w.rel
