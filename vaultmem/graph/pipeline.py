@@ -20,11 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from vaultmem.errors import ChangedOnDisk, VaultmemError
+from vaultmem.errors import VaultmemError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import file_hash
-from vaultmem.vault.store import StagedWrite
+from vaultmem.vault.store import StagedWrite, changed_on_disk
 
 if TYPE_CHECKING:
     from vaultmem.service import VaultService
@@ -165,20 +165,16 @@ def _check_unchanged(service: VaultService, writes: list[FileWrite], read: dict[
     A person's save landing while the new version was being staged would otherwise be overwritten:
     the write read the note, built its new text from it and replaces the file a few milliseconds
     later. Nothing is written then, and the error says to run the call again (it will read the
-    new text). Checked here for the whole batch before any rename (no partial batch), and again
-    by each ``StagedWrite.install`` through the descriptor it keeps across its rename.
+    new text). Each ``StagedWrite.install`` checks its file through the descriptor it keeps across
+    its rename; a batch of several is also checked here first, so that a change to its last file
+    cannot leave the first ones renamed (a partial batch).
     """
-    changed = [
-        w.rel
-        for w in writes
-        if not w.create and w.rel in read and file_hash(service.store.layout.root / w.rel) != read[w.rel]
-    ]
+    replaced = [w for w in writes if not w.create and w.rel in read]
+    if len(replaced) < 2:  # one file: StagedWrite.install checks it, nothing else to keep whole
+        return
+    changed = [w.rel for w in replaced if file_hash(service.store.layout.root / w.rel) != read[w.rel]]
     if changed:
-        raise ChangedOnDisk(
-            f"{changed[0]} changed on disk while vaultmem was writing it (edited by hand or by a sync "
-            f"client{'' if len(changed) == 1 else f'; {len(changed) - 1} more file(s) too'}); nothing "
-            "was written: run the same call again"
-        )
+        raise changed_on_disk(changed[0], len(changed) - 1)
 
 
 def _stage_all(staged: list[StagedWrite]) -> None:

@@ -105,10 +105,7 @@ class StagedWrite:
             before = None if old is None else os.fstat(old)
             if old is not None and expected is not None and _digest(old) != expected:
                 self.discard()
-                raise ChangedOnDisk(
-                    f"{self.rel} changed on disk while vaultmem was writing it (edited by hand or by a "
-                    "sync client); nothing was written: run the same call again"
-                )
+                raise changed_on_disk(self.rel)
             try:
                 self.tmp.replace(self.path)
             except OSError as exc:
@@ -168,3 +165,12 @@ def _read_all(fd: int) -> bytes:
 
 def _digest(fd: int) -> str:
     return hashlib.sha256(_read_all(fd)).hexdigest()
+
+
+def changed_on_disk(rel: str, more: int = 0) -> ChangedOnDisk:
+    """The retryable refusal of a write whose file (and ``more`` others) changed since it was read."""
+    others = f"; {more} more file(s) too" if more else ""
+    return ChangedOnDisk(
+        f"{rel} changed on disk while vaultmem was writing it (edited by hand or by a sync client"
+        f"{others}); nothing was written: run the same call again"
+    )
