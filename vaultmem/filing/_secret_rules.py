@@ -338,15 +338,14 @@ def _plausible_assigned(value: str, line: str, pos: int, lib: _Library) -> bool:
 
 # -- high-entropy strings --------------------------------------------------------------------------
 
+_PUBLIC_BEGIN = re.compile(r"-{5}BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-{5}")  # a certificate, a public key
 _PUBLIC_MATERIAL = re.compile(
-    r"-{5}BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-{5}.*?-{5}END \1-{5}"  # a certificate, a public key
-    r"|(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/]+=*"
     r"|data:[\w.+-]+/[\w.+-]+(?:;[\w=.-]+)*;base64,[A-Za-z0-9+/]+=*"  # a data URI (an inline image)
     r"|Qm[1-9A-HJ-NP-Za-km-z]{44}(?![A-Za-z0-9])"  # an IPFS content id (a hash)
     r"|sha(?:256|384|512)-[A-Za-z0-9+/]+=*"  # a subresource-integrity hash
-    r"|\[\[[^\]\r\n]*\]\]",  # a wikilink names a note
-    re.DOTALL,
+    r"|\[\[[^\]\r\n]*\]\]"  # a wikilink names a note
 )
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s<>\"'`)\]]+")
 _TOKEN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
@@ -411,7 +410,19 @@ def _after_secret_word(before: str) -> str | None:
     return None
 
 
-def _entropy_spans(text: _Text, lib: _Library, skip: Sequence[_Range]) -> Iterator[_Range]:
+def _public_spans(text: _Text) -> list[_Range]:
+    """Public material and names: certificates and public keys (to their END line, or the end of
+    their base64 when it was cut off), SSH public keys, data URIs, content hashes, wikilinks."""
+    spans = [m.span() for m in _PUBLIC_MATERIAL.finditer(text.text)]
+    for begin in _PUBLIC_BEGIN.finditer(text.text):
+        end = text.text.find(f"-----END {begin.group(1)}-----", begin.end())
+        spans.append(
+            (begin.start(), end + 14 + len(begin.group(1)) if end >= 0 else _key_run_end(text, begin.end()))
+        )
+    return spans
+
+
+def _entropy_spans(text: _Text, lib: _Library, skip: Sequence[_Range], identifier: bool) -> Iterator[_Range]:
     urls: list[_Range] | None = None
     for match in _TOKEN.finditer(text.text):
         token, (start, end) = match.group(), match.span()
@@ -425,8 +436,8 @@ def _entropy_spans(text: _Text, lib: _Library, skip: Sequence[_Range]) -> Iterat
             if mixed and not lib.is_placeholder(token) and _random_enough(token, is_hex, lib):
                 yield start, end
             continue
-        # On its own: only what no identifier looks like.
-        if len(token) < 32 or is_hex or not (digit and lower and upper) or token[0] in "/-_":
+        # On its own: only what no identifier looks like, and nothing in a field that holds an id.
+        if identifier or len(token) < 32 or is_hex or not (digit and lower and upper) or token[0] in "/-_":
             continue
         if _FILE_SUFFIX.match(text.text, end) or _ID_WORD.search(before[-32:]) or _is_compound_name(token):
             continue
@@ -441,8 +452,12 @@ def _entropy_spans(text: _Text, lib: _Library, skip: Sequence[_Range]) -> Iterat
 # -- all together ----------------------------------------------------------------------------------
 
 
-def secret_spans(text: str) -> list[Span]:
-    """Each secret in ``text`` as ``(start, end, kind)``, in order; overlapping findings merged."""
+def secret_spans(text: str, *, identifier: bool = False) -> list[Span]:
+    """Each secret in ``text`` as ``(start, end, kind)``, in order; overlapping findings merged.
+
+    ``identifier``: the text is an id by its field (a source id), so a random-looking string in it
+    counts only in a secret's known format or after a secret word.
+    """
     if not text:
         return []
     lib = _library()
@@ -451,8 +466,8 @@ def secret_spans(text: str) -> list[Span]:
     ranked += [(s, 0, e, "private-key") for s, e in _private_key_spans(scan, lib)]
     ranked += [(s, 1, e, kind) for s, e, kind in _detector_spans(scan, lib)]
     ranked += [(s, 2, e, "secret-assignment") for s, e in _assigned_value_spans(scan, lib)]
-    public = [m.span() for m in _PUBLIC_MATERIAL.finditer(text)]
-    ranked += [(s, 3, e, "high-entropy-string") for s, e in _entropy_spans(scan, lib, public)]
+    entropy = _entropy_spans(scan, lib, _public_spans(scan), identifier)
+    ranked += [(s, 3, e, "high-entropy-string") for s, e in entropy]
     ranked.sort()
     merged: list[tuple[int, int, str, int]] = []
     for start, rank, end, kind in ranked:

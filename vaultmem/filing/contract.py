@@ -45,6 +45,8 @@ class Contract:
     max_title_chars: int
     max_tags: int
     max_tag_chars: int
+    #: ``refuse`` or ``redact``: what a write holding a secret does (see vaultmem.filing.secrets).
+    secrets_mode: str = "refuse"
 
     def resolve_kind(self, kind: str) -> str:
         """The contract kind for ``kind`` (an alias maps to its target); ContractError-free."""
@@ -122,4 +124,5 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
         max_title_chars=int(limits.get("max_title_chars", 200)),
         max_tags=int(limits.get("max_tags", 50)),
         max_tag_chars=int(limits.get("max_tag_chars", 100)),
+        secrets_mode=str(data.get("secrets", {}).get("mode", "refuse")),
     )

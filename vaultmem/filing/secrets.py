@@ -124,8 +124,12 @@ class SecretFound(InvalidInput):
         )
 
 
-def find_secrets(text: str, field: str = "content") -> list[Finding]:
-    """The secrets in ``text``, in order, each with its field and lines (1-based); reads only."""
+def find_secrets(text: str, field: str = "content", *, identifier: bool = False) -> list[Finding]:
+    """The secrets in ``text``, in order, each with its field and lines (1-based); reads only.
+
+    ``identifier``: the field holds an id (a source id): a random-looking string alone is not
+    taken for a key there.
+    """
     if not text:
         return []
     line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
@@ -138,7 +142,7 @@ def find_secrets(text: str, field: str = "content") -> list[Finding]:
             start=start,
             end=end,
         )
-        for start, end, kind in secret_spans(text)
+        for start, end, kind in secret_spans(text, identifier=identifier)
     ]
 
 
@@ -210,7 +214,9 @@ def guard_write(write: AgentWrite, mode: SecretsMode = DEFAULT_MODE) -> GuardRes
     """
     if mode not in MODES:
         raise ValueError(f"secrets mode must be one of {', '.join(MODES)}, not {mode!r}")
-    by_field = {name: find_secrets(text, name) for name, text in write.fields()}
+    by_field = {
+        name: find_secrets(text, name, identifier=name == "source.id") for name, text in write.fields()
+    }
     findings = [f for found in by_field.values() for f in found]
     if not findings:
         return GuardResult(write)
