@@ -319,3 +319,42 @@ def test_the_cli_refuses_to_write_under_an_unknown_secrets_mode(vault: Path) -> 
     assert done.returncode != 0
     assert "secrets/mode" in done.stderr and "filing.yaml" in done.stderr
     assert snapshot(vault) == before
+
+
+# -- the speed-ups change nothing -----------------------------------------------------------------
+
+
+def gate_texts() -> list[str]:
+    """Secrets and clean texts of several draws, in prose of both shapes, long and short lines."""
+    prose = "Results were measured in vivo (n = 17); key findings: p < 0.05. See the secret sauce."
+    texts = []
+    for seed in range(8):
+        found = [s.text for s in samples(seed)] + list(clean_texts(seed).values())
+        texts += found
+        texts.append("\n".join(found))
+        texts.append(" ".join(f"{prose} {text}" for text in found[:12]))  # one long line
+    return texts
+
+
+def test_the_literal_gates_never_hide_a_provider_match() -> None:
+    from vaultmem.filing import _secret_rules as rules
+
+    lib = rules._library()
+    for text in gate_texts():
+        scan = rules._Text(text)
+        assert sorted(rules._detector_spans(scan, lib)) == sorted(
+            rules._detector_spans(scan, lib, gated=False)
+        )
+
+
+def test_scanning_near_secret_words_finds_what_scanning_every_line_finds() -> None:
+    from vaultmem.filing import _secret_rules as rules
+
+    lib = rules._library()
+    for text in gate_texts():
+        if max(len(line) for line in text.splitlines() or [""]) > 2 * rules._WINDOW:
+            continue  # a long line is searched in windows, by design: more than one match per line
+        scan = rules._Text(text)
+        assert sorted(rules._assigned_value_spans(scan, lib)) == sorted(
+            rules._assigned_value_spans(scan, lib, gated=False)
+        )

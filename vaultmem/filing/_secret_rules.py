@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +28,8 @@ _Range = tuple[int, int]
 LINE_BREAK = re.compile(r"\r\n|\n|\r")  # the line ends Obsidian and the frontmatter parser know
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _WINDOW = 300  # characters either side of a literal that the patterns near it are tried within
+_MIN_RUN = 24
+_LONG_RUN = re.compile(rf"[A-Za-z0-9_-]{{{_MIN_RUN},}}")
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,8 @@ class _Detector:
     patterns: tuple[re.Pattern[str], ...]
     #: Lower-case literals every match contains (matched case-blind); none: always run.
     literals: tuple[str, ...] = ()
-    #: Run the patterns only within _WINDOW characters of a literal, on its line.
+    #: Run the patterns only within _WINDOW characters of a literal, on its line, and only where
+    #: the window holds a run of _MIN_RUN key characters (every such pattern's secret is that long).
     near_literals: bool = False
     accept: Callable[[str], bool] | None = None
     classify: Callable[[str], str] | None = None
@@ -200,6 +204,9 @@ class _Text:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._windows: dict[tuple[str, ...], list[_Range]] = {}
+        self._line_starts: list[int] | None = None
+        self._long_runs: list[int] | None = None
         lowered = text.lower()  # one character for one unless it grows: then offsets would drift
         self.lowered = lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
@@ -210,17 +217,28 @@ class _Text:
         return max(self.text.rfind("\n", 0, pos), self.text.rfind("\r", 0, pos)) + 1
 
     def line_end(self, pos: int) -> int:
-        match = LINE_BREAK.search(self.text, pos)
-        return match.start() if match else len(self.text)
+        ends = [i for i in (self.text.find("\n", pos), self.text.find("\r", pos)) if i >= 0]
+        return min(ends) if ends else len(self.text)
 
-    def windows(self, literals: Sequence[str]) -> list[_Range]:
+    def windows(self, literals: tuple[str, ...]) -> list[_Range]:
         """The stretches within _WINDOW characters of a literal, each kept to the literal's line."""
-        found: list[_Range] = []
+        if literals not in self._windows:
+            self._windows[literals] = self._find_windows(literals)
+        return self._windows[literals]
+
+    def _find_windows(self, literals: tuple[str, ...]) -> list[_Range]:
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(self.text)]
+        starts, found = self._line_starts, []
         for literal in literals:
             pos = self.lowered.find(literal)
             while pos >= 0:
-                start = max(self.line_start(pos), pos - _WINDOW)
-                found.append((start, min(self.line_end(pos), pos + len(literal) + _WINDOW)))
+                line = bisect_right(starts, pos)  # starts[line - 1] <= pos < starts[line]
+                end = starts[line] if line < len(starts) else len(self.text)
+                while end > pos and self.text[end - 1] in "\r\n":
+                    end -= 1
+                start = max(starts[line - 1], pos - _WINDOW)
+                found.append((start, min(end, pos + len(literal) + _WINDOW)))
                 pos = self.lowered.find(literal, pos + 1)
         merged: list[_Range] = []
         for start, end in sorted(found):
@@ -229,6 +247,17 @@ class _Text:
             else:
                 merged.append((start, end))
         return merged
+
+    def lines(self) -> list[_Range]:
+        starts = [0] + [m.end() for m in LINE_BREAK.finditer(self.text)]
+        return [(start, self.line_end(start)) for start in starts]
+
+    def has_long_run(self, start: int, end: int) -> bool:
+        """Whether a run of _MIN_RUN key characters starts within ``[start, end)``."""
+        if self._long_runs is None:
+            self._long_runs = [m.start() for m in _LONG_RUN.finditer(self.text)]
+        i = bisect_left(self._long_runs, start)
+        return i < len(self._long_runs) and self._long_runs[i] < end
 
 
 # -- private key blocks ----------------------------------------------------------------------------
@@ -273,12 +302,15 @@ def _private_key_spans(text: _Text, lib: _Library) -> Iterator[_Range]:
 # -- provider formats ------------------------------------------------------------------------------
 
 
-def _detector_spans(text: _Text, lib: _Library) -> Iterator[Span]:
+def _detector_spans(text: _Text, lib: _Library, gated: bool = True) -> Iterator[Span]:
+    """Provider formats; ``gated=False`` skips the literal gates (for tests: the gates change nothing)."""
     whole = [(0, len(text.text))]
     for detector in lib.detectors:
-        if detector.literals and not text.has_any(detector.literals):
+        if gated and detector.literals and not text.has_any(detector.literals):
             continue
-        windows = text.windows(detector.literals) if detector.near_literals else whole
+        windows = whole
+        if gated and detector.near_literals:
+            windows = [w for w in text.windows(detector.literals) if text.has_long_run(*w)]
         for pattern in detector.patterns:
             for w_start, w_end in windows:
                 for match in pattern.finditer(text.text, w_start, w_end):
@@ -313,8 +345,10 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def _assigned_value_spans(text: _Text, lib: _Library) -> Iterator[_Range]:
-    for w_start, w_end in text.windows(_KEYWORD_LITERALS):
+def _assigned_value_spans(text: _Text, lib: _Library, gated: bool = True) -> Iterator[_Range]:
+    """Secret-named assignments, line by line as detect-secrets scans (``gated``: near its words)."""
+    lines = text.windows(_KEYWORD_LITERALS) if gated else text.lines()
+    for w_start, w_end in lines:
         window = text.text[w_start:w_end]
         for raw in lib.keyword.analyze_string(window, denylist_regex_to_group=lib.keyword_groups):
             value = raw.strip().strip("\"'`").rstrip(".,;!?)")
