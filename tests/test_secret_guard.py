@@ -224,12 +224,14 @@ def test_the_scanner_opens_no_network_connection(monkeypatch: pytest.MonkeyPatch
         assert find_secrets(sample.text)
 
 
-def test_a_fresh_process_scans_without_network_or_settings_files(tmp_path: Path) -> None:
+def test_a_fresh_process_loads_the_detectors_on_its_first_scan_and_stays_offline(tmp_path: Path) -> None:
     code = (
-        "import socket\n"
+        "import socket, sys\n"
         "def no(*a, **k): raise SystemExit('network used')\n"
         "socket.socket.connect = no\nsocket.create_connection = no\nsocket.getaddrinfo = no\n"
+        "import vaultmem.filing.contract\n"
         "from vaultmem.filing.secrets import find_secrets\n"
+        "assert 'detect_secrets' not in sys.modules, 'loaded before any scan'\n"
         "print(find_secrets('export GITHUB_TOKEN=ghp_' + 'aB3' * 12)[0].kind)\n"
     )
     env = {**os.environ, "HOME": str(tmp_path)}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -206,7 +206,7 @@ class _Text:
         self.text = text
         self._windows: dict[tuple[str, ...], list[_Range]] = {}
         self._line_starts: list[int] | None = None
-        self._long_runs: list[int] | None = None
+        self._long_runs: list[_Range] | None = None
         lowered = text.lower()  # one character for one unless it grows: then offsets would drift
         self.lowered = lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
@@ -226,10 +226,13 @@ class _Text:
             self._windows[literals] = self._find_windows(literals)
         return self._windows[literals]
 
-    def _find_windows(self, literals: tuple[str, ...]) -> list[_Range]:
+    def line_starts(self) -> list[int]:
         if self._line_starts is None:
             self._line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(self.text)]
-        starts, found = self._line_starts, []
+        return self._line_starts
+
+    def _find_windows(self, literals: tuple[str, ...]) -> list[_Range]:
+        starts, found = self.line_starts(), []
         for literal in literals:
             pos = self.lowered.find(literal)
             while pos >= 0:
@@ -249,15 +252,15 @@ class _Text:
         return merged
 
     def lines(self) -> list[_Range]:
-        starts = [0] + [m.end() for m in LINE_BREAK.finditer(self.text)]
-        return [(start, self.line_end(start)) for start in starts]
+        return [(start, self.line_end(start)) for start in self.line_starts()]
 
     def has_long_run(self, start: int, end: int) -> bool:
-        """Whether a run of _MIN_RUN key characters starts within ``[start, end)``."""
+        """Whether a run of _MIN_RUN key characters overlaps ``[start, end)``."""
         if self._long_runs is None:
-            self._long_runs = [m.start() for m in _LONG_RUN.finditer(self.text)]
-        i = bisect_left(self._long_runs, start)
-        return i < len(self._long_runs) and self._long_runs[i] < end
+            self._long_runs = [m.span() for m in _LONG_RUN.finditer(self.text)]
+        i = bisect_right(self._long_runs, (start, len(self.text)))  # runs are disjoint, in order
+        before = i > 0 and self._long_runs[i - 1][1] > start
+        return before or (i < len(self._long_runs) and self._long_runs[i][0] < end)
 
 
 # -- private key blocks ----------------------------------------------------------------------------
