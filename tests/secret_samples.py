@@ -230,6 +230,9 @@ MAKERS: dict[str, Maker] = {
         'password: "{}"',
         False,
     ),
+    "secret key base": lambda r: _sample(
+        "secret key base", "secret-assignment", _r(r, 128, HEX), "SECRET_KEY_BASE = {}", standalone=False
+    ),
     "api key of an unknown provider": lambda r: _sample(
         "api key of an unknown provider",
         "high-entropy-string",
@@ -293,6 +296,11 @@ def clean_texts(seed: int = 18) -> dict[str, str]:
         "long hyphenated words": "a state-of-the-art, easy-to-use, well-thought-out design-for-everyone",
         "prose about passwords": "Password: forgotten again. The secret: patience. My token count was 1500.",
         "environment reference": 'token = os.environ["GITHUB_TOKEN"]\npassword = "${DB_PASSWORD}"',
+        "code about secrets": (
+            'secrets_mode: SecretsMode = "refuse"\nsecret_name = "prod-db-credentials"\n'
+            "config.api_key_prefix['ApiKeyAuth'] = 'Bearer'\n_SECRET_WORD = re.compile(\n"
+            'password_policy = "strong-and-long"\ntoken_type = "bearer"\nPASSWORD_MIN_LENGTH = 12'
+        ),
         "placeholders": "api_key: <YOUR_API_KEY>\npassword: ********\nsecret=changeme",
         "a marker from an earlier redaction": (
             "key [REDACTED:aws-access-key] and DB_PASSWORD=[REDACTED:secret-assignment]"

@@ -59,11 +59,17 @@ class _Library:
     private_key_headers: tuple[re.Pattern[str], ...]
     keyword: _KeywordAnalyzer
     keyword_groups: dict[re.Pattern[str], int]
+    keyword_words: re.Pattern[str]
     base64_entropy: Callable[[str], float]
     hex_entropy: Callable[[str], float]
     is_placeholder: Callable[[str], bool]
     is_indirect_reference: Callable[[str], bool]
     is_uuid: Callable[[str], bool]
+
+
+def _not_words(value: str) -> bool:
+    """For the patterns that take any long value after ``key =``: a phrase-like-this is not a key."""
+    return not _is_compound_name(value)
 
 
 def _aws_kind(value: str) -> str:
@@ -141,6 +147,9 @@ def _library() -> _Library:
     def of(plugin: object) -> tuple[re.Pattern[str], ...]:
         return tuple(getattr(plugin, "denylist"))  # noqa: B009 - a class attribute typed as a property
 
+    def assignment(kind: str, plugin: object) -> _Detector:
+        return _Detector(kind, of(plugin), assigned, near_literals=True, accept=_not_words)
+
     # The assignment detectors (``ibm_cloud_key = ...``): each pattern needs one of these.
     assigned = ("key", "pw", "pass", "token", "secret", "access", "cloudant.com", "softlayer.com")
     github = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
@@ -168,10 +177,10 @@ def _library() -> _Library:
         _Detector("azure-storage-key", of(azure_storage_key.AzureStorageKeyDetector), ("accountkey=",)),
         _Detector("square-secret", of(square_oauth.SquareOAuthDetector), ("sq0csp-",)),
         _Detector("artifactory-token", of(artifactory.ArtifactoryDetector), ("akc", "ap")),
-        _Detector("cloudant-credential", of(cloudant.CloudantDetector), assigned, near_literals=True),
-        _Detector("ibm-cloud-key", of(ibm_cloud_iam.IbmCloudIamDetector), assigned, near_literals=True),
-        _Detector("ibm-cloud-key", of(ibm_cos_hmac.IbmCosHmacDetector), assigned, near_literals=True),
-        _Detector("softlayer-key", of(softlayer.SoftlayerDetector), assigned, near_literals=True),
+        assignment("cloudant-credential", cloudant.CloudantDetector),
+        assignment("ibm-cloud-key", ibm_cloud_iam.IbmCloudIamDetector),
+        assignment("ibm-cloud-key", ibm_cos_hmac.IbmCosHmacDetector),
+        assignment("softlayer-key", softlayer.SoftlayerDetector),
         _Detector("url-password", of(basic_auth.BasicAuthDetector), ("://",)),
     )
 
@@ -188,6 +197,7 @@ def _library() -> _Library:
         private_key_headers=of(private_key.PrivateKeyDetector),
         keyword=keyword.KeywordDetector(),
         keyword_groups=dict(keyword.CONFIG_DENYLIST_REGEX_TO_GROUP),
+        keyword_words=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
         base64_entropy=high_entropy_strings.Base64HighEntropyString().calculate_shannon_entropy,
         hex_entropy=high_entropy_strings.HexHighEntropyString().calculate_shannon_entropy,
         is_placeholder=is_placeholder,
@@ -339,6 +349,13 @@ def _value_span(text: str, match: re.Match[str]) -> _Range:
 # Every pattern of detect-secrets' keyword detector holds one of its words, and each contains one of
 # these (api_key, db_pass, passwd, pwd, secret, contraseña, ...).
 _KEYWORD_LITERALS = ("key", "pass", "pwd", "secret", "contrase")
+# The name a value is assigned to (``config["db_password"] = ``, ``SecretsMode = ``, ``api_key: ``).
+_ASSIGNED_NAME = re.compile(r"([\w.\-\[\]'\"]+?)\s*(?:[:!=]=?=?|=>)\s*[\"'`]?$")
+# How a name that holds a secret itself ends (DB_PASSWORD, aws_secret_access_key, api_key_value).
+_SECRET_NAME_END = re.compile(
+    r"(?:key|pass|password|passwd|pwd|secret|token|contrase(?:ñ|n)a)s?(?:[_-]?(?:value|str|string))?$",
+    re.IGNORECASE,
+)
 # A marker, a URL or a path names where a secret is, not what it is.
 _NOT_A_VALUE = re.compile(r"\[REDACTED:[a-z0-9-]+\]|://|^[~/.]")
 _PLACEHOLDER = re.compile(
@@ -367,6 +384,10 @@ def _plausible_assigned(value: str, line: str, pos: int, lib: _Library) -> bool:
         return False
     if lib.is_indirect_reference(line):
         return False
+    assigned = _ASSIGNED_NAME.search(line[:pos])
+    name = assigned.group(1).rstrip("'\"[]") if assigned else ""
+    if lib.keyword_words.search(name) and not _SECRET_NAME_END.search(name):
+        return _random_value(value, lib)  # secret_name = "prod-db", SecretsMode = "refuse": about a secret
     if line[:pos].rstrip(" \t\"'`").endswith(":"):  # "Password: forgotten" is prose, "Tr0ub4dor&3" not
         digit, lower, upper, _ = _shape(value)
         return digit or any(not c.isalnum() for c in value) or (lower and upper and not value[1:].islower())
@@ -431,6 +452,14 @@ def _random_enough(token: str, is_hex: bool, lib: _Library) -> bool:
     return lib.base64_entropy(token) >= min(4.5, ceiling)
 
 
+def _random_value(token: str, lib: _Library) -> bool:
+    """Whether a value after a secret word looks like a key: 16 characters or more, mixing digits
+    and letters (or both cases), and near the entropy of a random string of its length."""
+    digit, lower, upper, is_hex = _shape(token)
+    mixed = (digit and (lower or upper)) if is_hex else (digit or (lower and upper))
+    return len(token) >= 16 and mixed and not lib.is_placeholder(token) and _random_enough(token, is_hex, lib)
+
+
 def _is_compound_name(token: str) -> bool:
     parts = _PART.findall(token)
     return len(parts) > 1 and all(len(p) < 8 or p.isalpha() for p in parts)
@@ -469,8 +498,7 @@ def _entropy_spans(text: _Text, lib: _Library, skip: Sequence[_Range], identifie
         digit, lower, upper, is_hex = _shape(token)
         gap = _after_secret_word(before)
         if gap is not None and not _ID_WORD.search(gap):
-            mixed = (digit and (lower or upper)) if is_hex else (digit or (lower and upper))
-            if mixed and not lib.is_placeholder(token) and _random_enough(token, is_hex, lib):
+            if _random_value(token, lib):
                 yield start, end
             continue
         # On its own: only what no identifier looks like, and nothing in a field that holds an id.
