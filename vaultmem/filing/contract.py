@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 
 from vaultmem.errors import ContractError
+from vaultmem.filing.secrets import SecretsMode
 from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.resources import contract_schema, shipped_contract
 
@@ -45,6 +46,8 @@ class Contract:
     max_title_chars: int
     max_tags: int
     max_tag_chars: int
+    #: What a write holding a secret does (see vaultmem.filing.secrets).
+    secrets_mode: SecretsMode = "refuse"
 
     def resolve_kind(self, kind: str) -> str:
         """The contract kind for ``kind`` (an alias maps to its target); ContractError-free."""
@@ -122,4 +125,5 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
         max_title_chars=int(limits.get("max_title_chars", 200)),
         max_tags=int(limits.get("max_tags", 50)),
         max_tag_chars=int(limits.get("max_tag_chars", 100)),
+        secrets_mode=data.get("secrets", {}).get("mode", "refuse"),  # the schema allows only the modes
     )
