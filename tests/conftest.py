@@ -71,7 +71,10 @@ def _the_suite_leaves_no_trace_in_the_real_home(tmp_path_factory: pytest.TempPat
         _point_home_at(patch, tmp_path_factory.mktemp("session-home"))
         yield
     appeared = sorted(_home_entries(real_home) - before)
-    assert not appeared, f"the test suite wrote into the real home {real_home}: {appeared}"
+    assert not appeared, (
+        f"the test suite wrote into the real home {real_home}: {appeared} (or another process did "
+        "meanwhile, such as a suite run from another checkout: compare the files' times)"
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -71,7 +71,10 @@ class _Server(uvicorn.Server):
 
     uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would kill the process before the
     vault is closed (watcher stopped, commits flushed). Here a signal only asks it to stop.
+    ``on_ready`` runs once it answers requests, with the stop signals already handled.
     """
+
+    on_ready: Callable[[], None] | None = None
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -84,6 +87,11 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_ready is not None:
+            self.on_ready()
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit and sig == signal.SIGINT:
@@ -155,11 +163,16 @@ class Daemon:
         )
         self._server = _Server(config)
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly."""
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly.
+
+        ``on_ready`` is called once requests are answered and a stop signal would be handled
+        (a supervisor's SIGTERM right after the banner used to kill the process outright).
+        """
         if self._server is None:
             self.open()
         assert self._server is not None and self._sock is not None
+        self._server.on_ready = on_ready
         try:
             self._server.run(sockets=[self._sock])
         finally:
