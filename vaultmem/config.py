@@ -58,6 +58,10 @@ class Settings:
     auto_cluster_min_similarity: float = 0.15
     auto_cluster_min_cluster_size: int = 3
     auto_cluster_max_clusters: int = 50
+    #: The HTTP daemon. Seconds a client has to send a request's headers, then its body, before it is
+    #: answered 408 and the connection closed (a stalled or trickling client holds nothing longer).
+    request_header_timeout: float = 10.0
+    request_body_timeout: float = 10.0
 
     @staticmethod
     def resolve(

@@ -27,11 +27,12 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 
 from vaultmem.config import Settings
-from vaultmem.errors import VaultError
+from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.index.embedder import Embedder
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.runtime import Runtime
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.protocol import deadline_protocol
 from vaultmem.server.token import TokenFile, ensure_token, token_path
 from vaultmem.sync.indexer import Progress
 
@@ -136,6 +137,16 @@ class Daemon:
 
     def open(self, progress: Progress | None = None) -> None:
         """Bind, open the vault and index, reconcile, start watching; ready to serve."""
+        try:
+            protocol = deadline_protocol(
+                self.settings.request_header_timeout, self.settings.request_body_timeout
+            )
+        except ValueError as exc:
+            raise InvalidInput(
+                f"request_header_timeout and request_body_timeout (vaultmem.yaml) must be positive "
+                f"numbers of seconds, not {self.settings.request_header_timeout!r} and "
+                f"{self.settings.request_body_timeout!r}"
+            ) from exc
         self._sock = bind_socket(self.host, self.requested_port)
         self.port = int(self._sock.getsockname()[1])
         try:
@@ -157,6 +168,7 @@ class Daemon:
             app,
             log_level="warning",
             access_log=False,  # a request line could carry a mistaken ?token=...; log none
+            http=protocol,  # a deadline on reading each request (headers, then body)
             lifespan="on",
             ws="none",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
