@@ -62,6 +62,10 @@ class Settings:
     #: answered 408 and the connection closed (a stalled or trickling client holds nothing longer).
     request_header_timeout: float = 10.0
     request_body_timeout: float = 10.0
+    #: MCP sessions over HTTP: seconds an idle one is kept (a connected client's open event stream
+    #: holds its session), and how many may be open; a new one beyond that ends the longest idle.
+    mcp_session_idle_timeout: float = 300.0
+    mcp_max_sessions: int = 100
 
     @staticmethod
     def resolve(

@@ -33,6 +33,7 @@ from vaultmem import __version__
 from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.runtime import Runtime
+from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.token import TokenFile
 
 MCP_PATH = "/mcp"
@@ -180,6 +181,15 @@ def build_app(
 ) -> ASGIApp:
     """The daemon's ASGI application for ``runtime``, bound at ``host:port``."""
     check_loopback(host)
+    settings = runtime.settings
+    idle, most = settings.mcp_session_idle_timeout, settings.mcp_max_sessions
+    if not (isinstance(idle, int | float) and 0 < idle < float("inf")) or not (
+        isinstance(most, int) and not isinstance(most, bool) and most > 0
+    ):
+        raise InvalidInput(
+            f"mcp_session_idle_timeout must be a positive number of seconds and mcp_max_sessions a "
+            f"positive whole number (vaultmem.yaml), not {idle!r} and {most!r}"
+        )
     hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
     server = build_mcp_server(runtime)
     security = TransportSecuritySettings(
@@ -190,8 +200,12 @@ def build_app(
         transport_security=security,
         host=host,
         max_request_body_size=max_body,
+        session_idle_timeout=float(idle),
+        max_sessions=most * SDK_CAP_FACTOR,  # a backstop: SessionBudget keeps the real bound
     )
-    app = Health(app)
+    budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
+    runtime.upkeep.status.sessions = budget.counts  # memory_status health says how many are open
+    app = Health(budget)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
     app = BearerAuth(app, tokens)
