@@ -66,6 +66,9 @@ class Settings:
     #: holds its session), and how many may be open; a new one beyond that ends the longest idle.
     mcp_session_idle_timeout: float = 300.0
     mcp_max_sessions: int = 100
+    #: Seconds the requests being answered get to finish, and be answered, when the daemon stops
+    #: (event streams end at once). Below a supervisor's own stop timeout (systemd: 90 s).
+    shutdown_grace: float = 60.0
 
     @staticmethod
     def resolve(

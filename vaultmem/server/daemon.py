@@ -2,9 +2,10 @@
 
 Start: bind the loopback socket first (a port in use fails at once), open the vault and its index,
 reconcile the index with the vault (catching what changed while nothing ran), start the watcher,
-then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, let in-flight
-requests finish, stop the watcher (committing pending hand edits), flush the commit queue. Every
-acknowledged write is in git when the process exits.
+then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, end the open
+event streams, let the requests being answered finish for up to ``shutdown_grace`` seconds
+(``drain.py``), stop the watcher (committing pending hand edits), flush the commit queue. Every
+acknowledged write is in git when the process exits, and every call that finished was answered.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from vaultmem.index.embedder import Embedder
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.runtime import Runtime
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
 from vaultmem.server.protocol import deadline_protocol
 from vaultmem.server.token import TokenFile, ensure_token, token_path
 from vaultmem.sync.indexer import Progress
@@ -39,7 +41,7 @@ from vaultmem.sync.indexer import Progress
 log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7821
-#: Seconds in-flight requests get to finish at shutdown (open event streams are then closed).
+#: Seconds uvicorn's own stop waits for connections, after the drain (``shutdown_grace``).
 GRACEFUL_SECONDS = 5
 
 
@@ -76,6 +78,8 @@ class _Server(uvicorn.Server):
     """
 
     on_ready: Callable[[], None] | None = None
+    drain: Drain | None = None
+    grace: float = 0.0
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -88,6 +92,16 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop accepting, end event streams, let answers go out; then uvicorn's own stop."""
+        if self.drain is not None:
+            for server in self.servers:
+                server.close()
+            for connection in list(self.server_state.connections):
+                connection.shutdown()  # idle ones close; busy ones close after their answer
+            await self.drain.finish(self.grace, give_up=lambda: self.force_exit)
+        await super().shutdown(sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -164,8 +178,10 @@ class Daemon:
         except BaseException:
             self.close()
             raise
+        drain = Drain(app, stream_path=MCP_PATH)
+        keep_answer_streams_at_stop()
         config = uvicorn.Config(
-            app,
+            drain,
             log_level="warning",
             access_log=False,  # a request line could carry a mistaken ?token=...; log none
             http=protocol,  # a deadline on reading each request (headers, then body)
@@ -174,6 +190,8 @@ class Daemon:
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
         self._server = _Server(config)
+        self._server.drain = drain
+        self._server.grace = self.settings.shutdown_grace
 
     def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
         """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly.
