@@ -1,5 +1,6 @@
 """A supervisor's SIGTERM while a long tool call runs (issue 13, item 18): a real `vaultmem serve`
-process, and a real MCP client that holds its event stream open as hosts do."""
+process, and a real MCP client that holds its event stream open as hosts do; and a bulk_create
+retried with its idempotency key, over HTTP."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import anyio
 from _support import ServeProcess, git
-from mcp_harness import mcp_client, wait_for
+from mcp_harness import mcp_client, running_daemon, wait_for
 
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.locks import ProcessLock
@@ -80,3 +81,43 @@ def test_sigterm_during_a_long_bulk_create_still_answers_the_call(tmp_path: Path
     assert result.structured_content["result"]["meta"]["counts"]["created"] == ROWS
     assert len(list((vault / "memory").rglob("bulk-fact-number-*.md"))) == ROWS
     assert "bulk_create" in git(vault, "log", "--format=%s")
+
+
+def test_a_bulk_create_retried_with_its_idempotency_key_writes_each_row_once(
+    vault: Path, tmp_path: Path
+) -> None:
+    """The other half of item 18: a client that lost its answer can retry the same batch."""
+    key = "import-2026-12-01-batch-7"
+    rows = [{"content": f"Retry-safe fact {i}: the shelf holds {i} jars."} for i in range(3)]
+
+    with running_daemon(vault, tmp_path / "token") as daemon:
+
+        async def run() -> list[Any]:
+            async with mcp_client(daemon.url, daemon.token()) as client:
+                answers = []
+                for thoughts in (rows[:2], rows, rows):  # a partial first call, then two retries
+                    arguments = {"action": "bulk_create", "thoughts": thoughts, "idempotency_key": key}
+                    answers.append((await client.call_tool("memory_store", arguments)).structured_content)
+                refused = await client.call_tool(
+                    "memory_store", {"action": "create", "content": "one", "idempotency_key": key}
+                )
+                answers.append(refused)
+                return answers
+
+        first, second, third, refused = anyio.run(run)
+    ids = [[row["thought"]["id"] for row in answer["result"]["items"]] for answer in (first, second, third)]
+    assert ids[1][:2] == ids[0] and ids[2] == ids[1]  # the same thoughts answered again
+    assert [row.get("replayed", False) for row in second["result"]["items"]] == [True, True, False]
+    assert {k: second["result"]["meta"]["counts"][k] for k in ("created", "replayed", "failed")} == {
+        "created": 3, "replayed": 2, "failed": 0
+    }  # fmt: skip
+    assert third["result"]["meta"]["counts"]["replayed"] == 3
+    files = sorted((vault / "memory").rglob("retry-safe-fact-*.md"))
+    assert len(files) == 3
+    added = git(
+        vault, "log", "--diff-filter=A", "--name-only", "--format=", "--", "*retry-safe-fact-*"
+    ).split()
+    assert sorted(added) == [f.relative_to(vault).as_posix() for f in files]  # each written once
+    assert not any(key in f.read_text(encoding="utf-8") for f in files)  # stored hashed only
+    assert all(not t.startswith("idem-") for r in third["result"]["items"] for t in r["thought"]["tags"])
+    assert refused.is_error and "bulk_create only" in str(refused.content)
