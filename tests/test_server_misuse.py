@@ -270,6 +270,8 @@ def test_when_every_session_is_in_use_a_new_one_is_refused_with_a_retryable_503(
             ):
                 await until(lambda: sessions_of(daemon)["in_use"] == 2)
                 refused.append(await anyio.to_thread.run_sync(lambda: post(daemon, token=daemon.token())))
+                async with mcp_client(daemon.url, daemon.token()) as sessionless:  # 2026 protocol
+                    structured(await sessionless.call_tool("memory_search", {"query": "still served"}))
 
         anyio.run(two_agents)
         assert refused[0].status_code == 503 and "retry" in refused[0].json()["error"]["message"]

@@ -17,6 +17,8 @@ the machine was locked out.
   when every open session has a request in flight is a new one refused (503, retryable).
 - **a count** of the open sessions (:meth:`SessionBudget.counts`, in ``memory_status health``).
 
+Only clients of the pre-2026 handshake have sessions; requests of the 2026 protocol (sessionless,
+what the SDK's own client speaks by default) pass through untouched and are never refused here.
 All agents present the same bearer token (one per vault), so a bound per token would be this one.
 """
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
 #: The SDK's own cap is set this much higher: a backstop while admissions are being decided.
 SDK_CAP_FACTOR = 2
 
@@ -84,7 +88,12 @@ class SessionBudget:
         if scope["type"] != "http" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        session_id = Headers(scope=scope).get(SESSION_HEADER)
+        headers = Headers(scope=scope)
+        version = headers.get(VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.app(scope, receive, send)  # the 2026 protocol: no sessions
+            return
+        session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             if scope["method"] == "POST":
                 await self._open(scope, receive, send)
@@ -116,7 +125,6 @@ class SessionBudget:
                 await self._end(oldest, scope)
             self._opening += 1
         try:
-            status: list[int] = []
 
             async def register(message: Message) -> None:
                 if message["type"] == "http.response.start" and message["status"] < 400:
@@ -125,7 +133,7 @@ class SessionBudget:
                         self._sessions[new_id] = _Session(last_active=self._clock())
                 await send(message)
 
-            await self.app(scope, receive, _watching(register, status))
+            await self.app(scope, receive, register)
         finally:
             self._opening -= 1
 
