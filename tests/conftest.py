@@ -1,9 +1,15 @@
 """Shared fixtures: a real vault with a real git repository in ``tmp_path``, a service on it, and a
-clock the tests move by hand (for the daily cap)."""
+clock the tests move by hand (for the daily cap).
+
+Every test, and every process a test starts, runs with HOME and the XDG folders pointed at a
+fresh temporary folder (:func:`isolated_home`), and the session fails if anything new appeared in
+the real home's config or cache folders (:func:`_the_suite_leaves_no_trace_in_the_real_home`).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,10 +18,87 @@ from typing import Any
 import pytest
 
 from vaultmem.config import Settings
+from vaultmem.server.token import token_file_name
 from vaultmem.service import VaultService
 from vaultmem.vault.init import init_vault
 
 START = dt.datetime(2026, 3, 14, 9, 30, 0, tzinfo=dt.UTC)
+
+
+# -- the suite leaves no trace in the real home ---------------------------------------------------
+
+_XDG = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_STATE_HOME": ".local/state",
+}
+#: Folders of a home where vaultmem or a library it loads has written, or could: the token files
+#: (~/.config/vaultmem), onnxruntime's telemetry (~/.cache/Microsoft).
+_WATCHED_TREES = (".config/vaultmem", ".cache/Microsoft", ".cache/vaultmem", ".local/share/vaultmem")
+#: Folders whose direct entries are compared (a new tool's folder appearing there).
+_WATCHED_FOLDERS = ("", ".config", ".cache", ".local", ".local/share", ".local/state")
+
+
+def _point_home_at(patch: pytest.MonkeyPatch, home: Path) -> None:
+    """HOME, the XDG folders and no VAULTMEM_* overrides, for this process and its children."""
+    patch.setenv("HOME", str(home))
+    for variable, rel in _XDG.items():
+        patch.setenv(variable, str(home / rel))
+    for variable in [v for v in os.environ if v.startswith("VAULTMEM_")]:
+        patch.delenv(variable)
+
+
+def _home_entries(home: Path) -> set[str]:
+    """What exists in the watched parts of ``home`` (paths relative to it)."""
+    found: set[str] = set()
+    for rel in _WATCHED_FOLDERS:
+        with_entries = home / rel
+        if with_entries.is_dir():
+            found.update(os.path.join(rel, entry.name) for entry in os.scandir(with_entries))
+    for rel in _WATCHED_TREES:
+        for folder, dirs, files in os.walk(home / rel):
+            found.update(os.path.relpath(os.path.join(folder, n), home) for n in dirs + files)
+    return found
+
+
+def _another_sessions_token(rel: str, basetemp: Path) -> bool:
+    """A token file for no vault under this session's temporary folder: written by a suite run
+    from another checkout meanwhile (the machine is shared), not by this one."""
+    if not rel.startswith(".config/vaultmem/tokens/"):
+        return False
+    ours: set[str] = set()
+    for folder, dirs, _files in os.walk(basetemp):
+        depth = Path(folder).relative_to(basetemp).parts
+        if len(depth) >= 4:  # vaults sit at <test>/<vault> or one level below
+            dirs.clear()
+        ours.update(token_file_name(Path(folder) / d) for d in dirs)
+    return Path(rel).name not in ours
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_suite_leaves_no_trace_in_the_real_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session-wide: a temporary home for session- and module-scoped fixtures too (a model loaded
+    once for a module), and at the end a check that the real home gained nothing."""
+    real_home = Path(os.path.expanduser("~"))
+    before = _home_entries(real_home)
+    with pytest.MonkeyPatch.context() as patch:
+        _point_home_at(patch, tmp_path_factory.mktemp("session-home"))
+        yield
+    appeared = sorted(_home_entries(real_home) - before)
+    appeared = [rel for rel in appeared if not _another_sessions_token(rel, tmp_path_factory.getbasetemp())]
+    assert not appeared, (
+        f"the test suite wrote into the real home {real_home}: {appeared} (or another process did "
+        "meanwhile, such as a suite run from another checkout: compare the files' times)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HOME (and XDG config, cache, data and state folders inside it) for every test."""
+    home = tmp_path_factory.mktemp("home")
+    _point_home_at(monkeypatch, home)
+    return home
 
 
 class FakeClock:

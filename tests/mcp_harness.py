@@ -16,6 +16,7 @@ from typing import IO, Any, TypeVar
 
 import httpx2
 from mcp import Client
+from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
@@ -49,11 +50,15 @@ def http_client(token: str | None, **headers: str) -> httpx2.AsyncClient:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
-    """An MCP client over streamable HTTP, sending the bearer token."""
+async def mcp_client(url: str, token: str, *, mode: ConnectMode = "auto") -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP, sending the bearer token.
+
+    ``mode="legacy"`` speaks the pre-2026 handshake as most hosts still do: an ``initialize`` that
+    opens a session, and a GET event stream held open for it (the modern protocol has no sessions).
+    """
     async with (
         http_client(token) as http,
-        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+        Client(streamable_http_client(url, http_client=http), cache=None, mode=mode) as client,
     ):
         yield client
 

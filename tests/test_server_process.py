@@ -18,6 +18,8 @@ from conftest import git
 from mcp import Client, StdioServerParameters
 from mcp_harness import Lines, mcp_client, stdio_env, structured, wait_for
 
+from vaultmem.server.token import read_token
+
 pytestmark = pytest.mark.model
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
@@ -37,7 +39,9 @@ def serve_process(vault: Path, config_home: Path) -> Iterator[tuple[subprocess.P
     output = Lines(process.stdout)
     try:
         url = output.until(r"MCP URL:\s+(\S+)").group(1)
-        token = output.until(r"token:\s+(\S+)").group(1)
+        # Not printed to a pipe (item 10 of issue 13): read from the file the banner names.
+        token = read_token(Path(output.until(r"token file:\s+(.+?)\s*$").group(1)))
+        assert token is not None
         output.until(r"Stop with Ctrl-C")
         yield process, url, token
     finally:

@@ -67,8 +67,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"created a vault at {root}", file=sys.stderr)
     daemon = Daemon(settings, host=args.host, port=args.port)
     daemon.open(_progress("indexing"))
-    print(banner(daemon.url, daemon.token(), settings.vault, daemon.token_file), flush=True)
-    daemon.serve_forever()
+    # The token only to a terminal: under nohup or a supervisor this output is a log file.
+    token = daemon.token() if sys.stdout.isatty() else None
+    daemon.serve_forever(
+        on_ready=lambda: print(banner(daemon.url, token, settings.vault, daemon.token_file), flush=True)
+    )
     print("vaultmem stopped; every write is committed", file=sys.stderr)
     return 0
 

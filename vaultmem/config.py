@@ -58,6 +58,17 @@ class Settings:
     auto_cluster_min_similarity: float = 0.15
     auto_cluster_min_cluster_size: int = 3
     auto_cluster_max_clusters: int = 50
+    #: The HTTP daemon. Seconds a client has to send a request's headers, then its body, before it is
+    #: answered 408 and the connection closed (a stalled or trickling client holds nothing longer).
+    request_header_timeout: float = 10.0
+    request_body_timeout: float = 10.0
+    #: MCP sessions over HTTP: seconds an idle one is kept (a connected client's open event stream
+    #: holds its session), and how many may be open; a new one beyond that ends the longest idle.
+    mcp_session_idle_timeout: float = 300.0
+    mcp_max_sessions: int = 100
+    #: Seconds the requests being answered get to finish, and be answered, when the daemon stops
+    #: (event streams end at once). Below a supervisor's own stop timeout (systemd: 90 s).
+    shutdown_grace: float = 60.0
 
     @staticmethod
     def resolve(

@@ -116,7 +116,7 @@ class Runtime:
         # long as the process: freeze it out of the collector's way, and the opened state after it.
         gc.freeze()
         embedder = embedder or embedder_for(settings)
-        warm_in_background(embedder)  # the model loads while the catalog is scanned
+        self._warmup = warm_in_background(embedder)  # the model loads while the catalog is scanned
         self.service = VaultService(settings, background_commits=background_commits, **service_options)
         self.index = open_index(settings, embedder)
         self.edges = EdgeSync(self.service.catalog, self.index)
@@ -210,6 +210,7 @@ class Runtime:
             self.watcher = None
         self.service.close()
         self.index.close()
+        self._warmup.join()
 
     def __enter__(self) -> Runtime:
         return self

@@ -17,6 +17,7 @@ from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.notes.frontmatter import parse
 from vaultmem.runtime import Runtime
+from vaultmem.server.token import read_token
 from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.layout import VaultLayout
 
@@ -40,7 +41,10 @@ class ServeProcess:
         self.output = Lines(self.process.stdout)
         try:
             self.url = self.output.until(r"MCP URL:\s+(\S+)").group(1)
-            self.token = self.output.until(r"token:\s+(\S+)").group(1)
+            # Not printed to a pipe (item 10 of issue 13): read from the file the banner names.
+            token = read_token(Path(self.output.until(r"token file:\s+(.+?)\s*$").group(1)))
+            assert token is not None
+            self.token = token
             self.output.until(r"Stop with Ctrl-C")
         except BaseException:
             self.kill()

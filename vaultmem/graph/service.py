@@ -121,9 +121,18 @@ class GraphStore:
         assert entry is not None
         return self.lookup.thought(entry, note.body)
 
-    def bulk_create(self, rows: object, project: str | None) -> Answer:
+    def bulk_create(self, rows: object, project: str | None, idempotency_key: str | None = None) -> Answer:
+        """Create the rows in one commit, a result per row in input order.
+
+        With ``idempotency_key`` a retry of the batch (the same key, the rows in the same order)
+        writes nothing twice: each row is stored with a hashed tag of the key and its position,
+        and a row already stored under it is answered with its thought (``replayed: true``)
+        instead of being written again; rows the first call did not write are written now.
+        """
         if not isinstance(rows, list) or not 1 <= len(rows) <= MAX_BULK:
             raise InvalidInput(f"thoughts must be a list of 1 to {MAX_BULK} thoughts; nothing was written")
+        batch = rules.idempotency_tag(idempotency_key) if idempotency_key is not None else None
+        row_tags = [rules.idempotency_tag(f"{batch}#{i}") for i in range(len(rows))] if batch else []
         contract = self.service.contract()
         checked: list[dict[str, Any] | str] = []
         for row in rows:
@@ -138,40 +147,61 @@ class GraphStore:
             except VaultmemError as exc:
                 checked.append(str(exc))
 
-        def decide() -> Plan[list[tuple[bool, str]]]:
+        def decide() -> Plan[tuple[list[tuple[bool, str]], set[int]]]:
             draft = Draft(self.service)
             now = self.service._now()
             written = self.service.catalog.written_since(now.date())
             out: list[tuple[bool, str]] = []
-            for row in checked:
+            replayed: set[int] = set()
+            for i, row in enumerate(checked):
                 if isinstance(row, str):
                     out.append((False, row))
+                    continue
+                earlier = self.service.catalog.by_idempotency_tag(row_tags[i]) if row_tags else None
+                if earlier is not None:  # written by an earlier call with this key
+                    out.append((True, earlier.path))
+                    replayed.add(i)
                     continue
                 try:  # past the daily cap, the remaining rows fail one by one with the cap's message
                     rules.check_cap(written, contract, now.date(), TOOL)
                 except CapReached as exc:
                     out.append((False, str(exc)))
                     continue
+                if row_tags:
+                    row = {**row, "tags": [*row["tags"], row_tags[i]]}
                 out.append((True, self._plan_create(draft, row, project, now)))
                 written += 1
-            return Plan(draft.writes(), out)
+            return Plan(draft.writes(), (out, replayed))
 
-        notes, planned = run_writes(
-            self.service, decide, tool=TOOL, summary=f"bulk_create {len(rows)} thoughts"
+        notes, (planned, replayed) = run_writes(
+            self.service,
+            decide,
+            tool=TOOL,
+            summary=f"bulk_create {len(rows)} thoughts",
+            keys=[f"idem:{batch}"] if batch else (),  # a retry racing the first call waits for it
         )
         by_path = {n.path: n for n in notes}
         items: list[dict[str, Any]] = []
-        for i, (ok, rel) in enumerate(planned or []):
+        for i, (ok, rel) in enumerate(planned):
             if not ok:
                 items.append({"index": i, "status": "failed", "error": rel})
                 continue
             entry = self.service.catalog.by_path(rel)
             assert entry is not None
-            items.append(
-                {"index": i, "status": "created", "thought": self.lookup.thought(entry, by_path[rel].body)}
-            )
+            written_now = by_path.get(rel)
+            item = {
+                "index": i,
+                "status": "created",
+                "thought": self.lookup.thought(entry, written_now.body if written_now else None),
+            }
+            if i in replayed:
+                item["replayed"] = True
+            items.append(item)
         created = sum(1 for it in items if it["status"] == "created")
-        return Answer.many("bulk_create", items, created=created, failed=len(items) - created)
+        counts = {"created": created, "failed": len(items) - created}
+        if batch:
+            counts["replayed"] = len(replayed)
+        return Answer.many("bulk_create", items, **counts)
 
     def _check_new(self, spec: NewThought, contract: Any) -> dict[str, Any]:
         content = rules.check_content(spec.content, contract)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -91,6 +92,8 @@ class Status:
         self.primers = primers
         self.settings = settings
         self.stale_days = stale_days
+        #: Set by the HTTP daemon: its MCP session counts, reported by ``health``.
+        self.sessions: Callable[[], dict[str, Any]] | None = None
 
     # -- shared -------------------------------------------------------------------------------------
     def _in_scope(self, entry: Entry, project: str | None) -> bool:
@@ -295,6 +298,8 @@ class Status:
                 check.pop("details")
                 check["message"] = check["message"][:SHORT_MESSAGE]
         item = {"status": worst, "notes": report.notes, "index_rows": report.index_rows, "checks": checks}
+        if self.sessions is not None:  # served over HTTP: the MCP sessions open (server/sessions.py)
+            item["mcp_sessions"] = self.sessions()
         return Answer.one("health", item)
 
     def contradictions_in_clusters(self) -> list[dict[str, str]]:

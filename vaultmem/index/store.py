@@ -115,6 +115,7 @@ class NoteIndex:
         # Held by the writer thread while it applies a batch, and by rebuild/foreground maintenance.
         self._apply_lock = threading.RLock()
         self._maintenance_thread: threading.Thread | None = None
+        self._warmup: threading.Thread | None = None  # the model loading, joined by close()
         self._maintenance_threshold = maintenance_threshold
         self._pending_writes = 0
         self._last_cleanup = 0.0  # time.monotonic() of the last background run that pruned versions
@@ -158,11 +159,11 @@ class NoteIndex:
         :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
         """
         state_dir = Path(state_dir)
-        warm_in_background(embedder)  # the model loads while LanceDB opens and the notes are read
+        warmup = warm_in_background(embedder)  # the model loads while LanceDB opens and the notes are read
         with _lance_errors(f"open {state_dir}"):
             state_dir.mkdir(parents=True, exist_ok=True)
             db = lancedb.connect(str(state_dir / "lancedb"))
-        return cls(
+        index = cls(
             state_dir,
             db,
             embedder,
@@ -170,6 +171,8 @@ class NoteIndex:
             calibration=calibration or RelevanceCalibration(),
             maintenance_threshold=maintenance_threshold,
         )
+        index._warmup = warmup
+        return index
 
     @property
     def embedder(self) -> Embedder:
@@ -731,6 +734,8 @@ class NoteIndex:
         self._closed = True
         self._writes.close()
         self.wait_for_maintenance()
+        if self._warmup is not None:
+            self._warmup.join()
         with self._apply_lock, _lance_errors("flush the embedding cache"):
             self._flush_cache()
 
@@ -741,10 +746,18 @@ def _warm(embedder: Embedder) -> None:
         _ = embedder.dim, embedder.model_id
 
 
-def warm_in_background(embedder: Embedder) -> None:
+def warm_in_background(embedder: Embedder) -> threading.Thread:
     """Start loading the model on a thread. Loading an ONNX session releases the GIL, so it runs
-    beside a start's catalog scan and index load instead of after them (~0.2 s of a cold start)."""
-    threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load", daemon=True).start()
+    beside a start's catalog scan and index load instead of after them (~0.2 s of a cold start).
+
+    Not a daemon thread, and joined by whoever closes what started it: an interpreter that exits
+    while onnxruntime is still building the session tears its thread pool down under it and the
+    process aborts ("terminate called without an active exception", exit status 134); a command
+    as quick as ``vaultmem doctor`` always finished first.
+    """
+    thread = threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load")
+    thread.start()
+    return thread
 
 
 def _duplicates(records: Sequence[NoteRecord]) -> set[str]:

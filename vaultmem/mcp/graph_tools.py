@@ -298,6 +298,13 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 "url_links?, kind?, title?}}."
             ),
         ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            _d(
+                "bulk_create: a key (1-500 characters) that makes a retry of the same batch safe: rows "
+                "already written under it (matched by key and position) are answered, not written again."
+            ),
+        ] = None,
         is_profile: Annotated[Any, _tombstone("no replacement")] = None,
         project_id: Annotated[Any, _tombstone("use cwd")] = None,
     ) -> Output:
@@ -308,13 +315,15 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         references, depends_on, contradicts, supports; one edge per pair), link_batch (one commit,
         per-item failures reported), unlink and retype (preview first, then confirm: true with the
         preview_token), unlink_batch (tokenless preview; confirm checks every id first),
-        bulk_create (one commit, a row per thought). Links are written into the source note's
-        frontmatter as [[wikilinks]], so Obsidian's graph shows them.
+        bulk_create (one commit, a row per thought; idempotency_key makes a retry safe). Links are
+        written into the source note's frontmatter as [[wikilinks]], so Obsidian's graph shows them.
         """
         try:
             reject_retired({"is_profile": is_profile, "project_id": project_id}, STORE_RETIRED)
             store = runtime.store
             full = shaping_for(False, None, False, compact_default=False)
+            if idempotency_key is not None and action != "bulk_create":
+                raise InvalidInput("idempotency_key applies to action=bulk_create only")
             if action in ("create", "bulk_create", "update"):
                 scope = resolve_scope(runtime, cwd, reader=False)
                 if action == "create":
@@ -333,7 +342,8 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                     thought = store.create(spec, scope.project)
                     return success(envelope(Answer.one("create", thought), scope, full))
                 if action == "bulk_create":
-                    return success(envelope(store.bulk_create(thoughts, scope.project), scope, full))
+                    answer = store.bulk_create(thoughts, scope.project, idempotency_key)
+                    return success(envelope(answer, scope, full))
                 thought = store.update(
                     thought_id,
                     content=content,

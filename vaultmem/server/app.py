@@ -11,6 +11,9 @@ Every request passes three guards, outermost first:
    never logged.
 3. **Body cap**: a request body over the cap is refused with 413 before it is read in full.
 
+A request reaches the MCP SDK only once its body is in whole (:class:`WholeBody`); how long a
+client may take to send headers and body is bounded by the HTTP protocol (``protocol.py``).
+
 The SDK's own transport security is also configured with the same exact host and origin lists
 (its default would admit any localhost port), so the checks hold even if the outer guard moved.
 """
@@ -24,12 +27,13 @@ from typing import Any
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vaultmem import __version__
 from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.runtime import Runtime
+from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.token import TokenFile
 
 MCP_PATH = "/mcp"
@@ -120,6 +124,36 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class WholeBody:
+    """Call the application once the request's body is in; a client gone before that ends here.
+
+    A client that hung up mid-body, or was dropped for sending it too slowly, has nobody left to
+    answer; passed on, the MCP SDK logged each one as an error with a traceback.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # http.disconnect: the client is gone
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        whole: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> Message:
+            return whole.pop() if whole else await receive()
+
+        await self.app(scope, replay, send)
+
+
 class Health:
     """``GET /health``: liveness only, nothing about the vault (no path, no counts, no names)."""
 
@@ -147,6 +181,15 @@ def build_app(
 ) -> ASGIApp:
     """The daemon's ASGI application for ``runtime``, bound at ``host:port``."""
     check_loopback(host)
+    settings = runtime.settings
+    idle, most = settings.mcp_session_idle_timeout, settings.mcp_max_sessions
+    if not (isinstance(idle, int | float) and 0 < idle < float("inf")) or not (
+        isinstance(most, int) and not isinstance(most, bool) and most > 0
+    ):
+        raise InvalidInput(
+            f"mcp_session_idle_timeout must be a positive number of seconds and mcp_max_sessions a "
+            f"positive whole number (vaultmem.yaml), not {idle!r} and {most!r}"
+        )
     hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
     server = build_mcp_server(runtime)
     security = TransportSecuritySettings(
@@ -157,8 +200,13 @@ def build_app(
         transport_security=security,
         host=host,
         max_request_body_size=max_body,
+        session_idle_timeout=float(idle),
+        max_sessions=most * SDK_CAP_FACTOR,  # a backstop: SessionBudget keeps the real bound
     )
-    app = Health(app)
+    budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
+    runtime.upkeep.status.sessions = budget.counts  # memory_status health says how many are open
+    app = Health(budget)
+    app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
     app = BearerAuth(app, tokens)
     guarded: ASGIApp = HostOriginGuard(app, hosts, origins)

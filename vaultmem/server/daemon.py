@@ -2,9 +2,10 @@
 
 Start: bind the loopback socket first (a port in use fails at once), open the vault and its index,
 reconcile the index with the vault (catching what changed while nothing ran), start the watcher,
-then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, let in-flight
-requests finish, stop the watcher (committing pending hand edits), flush the commit queue. Every
-acknowledged write is in git when the process exits.
+then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, end the open
+event streams, let the requests being answered finish for up to ``shutdown_grace`` seconds
+(``drain.py``), stop the watcher (committing pending hand edits), flush the commit queue. Every
+acknowledged write is in git when the process exits, and every call that finished was answered.
 """
 
 from __future__ import annotations
@@ -27,18 +28,20 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 
 from vaultmem.config import Settings
-from vaultmem.errors import VaultError
+from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.index.embedder import Embedder
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.runtime import Runtime
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
+from vaultmem.server.protocol import deadline_protocol
 from vaultmem.server.token import TokenFile, ensure_token, token_path
 from vaultmem.sync.indexer import Progress
 
 log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7821
-#: Seconds in-flight requests get to finish at shutdown (open event streams are then closed).
+#: Seconds uvicorn's own stop waits for connections, after the drain (``shutdown_grace``).
 GRACEFUL_SECONDS = 5
 
 
@@ -71,7 +74,12 @@ class _Server(uvicorn.Server):
 
     uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would kill the process before the
     vault is closed (watcher stopped, commits flushed). Here a signal only asks it to stop.
+    ``on_ready`` runs once it answers requests, with the stop signals already handled.
     """
+
+    on_ready: Callable[[], None] | None = None
+    drain: Drain | None = None
+    grace: float = 0.0
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -84,6 +92,21 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop accepting, end event streams, let answers go out; then uvicorn's own stop."""
+        if self.drain is not None:
+            for server in self.servers:
+                server.close()
+            for connection in list(self.server_state.connections):
+                connection.shutdown()  # idle ones close; busy ones close after their answer
+            await self.drain.finish(self.grace, give_up=lambda: self.force_exit)
+        await super().shutdown(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_ready is not None:
+            self.on_ready()
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit and sig == signal.SIGINT:
@@ -128,6 +151,16 @@ class Daemon:
 
     def open(self, progress: Progress | None = None) -> None:
         """Bind, open the vault and index, reconcile, start watching; ready to serve."""
+        try:
+            protocol = deadline_protocol(
+                self.settings.request_header_timeout, self.settings.request_body_timeout
+            )
+        except ValueError as exc:
+            raise InvalidInput(
+                f"request_header_timeout and request_body_timeout (vaultmem.yaml) must be positive "
+                f"numbers of seconds, not {self.settings.request_header_timeout!r} and "
+                f"{self.settings.request_body_timeout!r}"
+            ) from exc
         self._sock = bind_socket(self.host, self.requested_port)
         self.port = int(self._sock.getsockname()[1])
         try:
@@ -145,21 +178,31 @@ class Daemon:
         except BaseException:
             self.close()
             raise
+        drain = Drain(app, stream_path=MCP_PATH)
+        keep_answer_streams_at_stop()
         config = uvicorn.Config(
-            app,
+            drain,
             log_level="warning",
             access_log=False,  # a request line could carry a mistaken ?token=...; log none
+            http=protocol,  # a deadline on reading each request (headers, then body)
             lifespan="on",
             ws="none",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
         self._server = _Server(config)
+        self._server.drain = drain
+        self._server.grace = self.settings.shutdown_grace
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly."""
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly.
+
+        ``on_ready`` is called once requests are answered and a stop signal would be handled
+        (a supervisor's SIGTERM right after the banner used to kill the process outright).
+        """
         if self._server is None:
             self.open()
         assert self._server is not None and self._sock is not None
+        self._server.on_ready = on_ready
         try:
             self._server.run(sockets=[self._sock])
         finally:

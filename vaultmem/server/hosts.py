@@ -33,15 +33,25 @@ def claude_desktop(vault: Path, command: str | None = None) -> str:
     return json.dumps(config, indent=2)
 
 
-def claude_code(url: str, token: str) -> str:
-    return (
-        f"claude mcp add --transport http {SERVER_NAME} {url} "
-        f"--header {shlex.quote('Authorization: Bearer ' + token)}"
-    )
+def token_command(vault: Path, command: str | None = None) -> str:
+    """The shell command that prints the vault's token (for configuration that must not hold it)."""
+    return f"{shlex.quote(command or vaultmem_command())} token --vault {shlex.quote(str(vault))}"
 
 
-def cursor(url: str, token: str) -> str:
-    config = {"mcpServers": {SERVER_NAME: {"url": url, "headers": {"Authorization": f"Bearer {token}"}}}}
+def claude_code(url: str, token: str | None, vault: Path | None = None) -> str:
+    """With no token, the command reads it from ``vaultmem token`` when it is run."""
+    header = "Authorization: Bearer "
+    if token is not None:
+        quoted = shlex.quote(header + token)
+    else:
+        assert vault is not None
+        quoted = f'"{header}$({token_command(vault)})"'
+    return f"claude mcp add --transport http {SERVER_NAME} {url} --header {quoted}"
+
+
+def cursor(url: str, token: str | None) -> str:
+    shown = token if token is not None else "<the token: vaultmem token>"
+    config = {"mcpServers": {SERVER_NAME: {"url": url, "headers": {"Authorization": f"Bearer {shown}"}}}}
     return json.dumps(config, indent=2)
 
 
@@ -50,27 +60,40 @@ def codex(url: str) -> str:
     return f'[mcp_servers.{SERVER_NAME}]\nurl = "{url}"\nbearer_token_env_var = "VAULTMEM_TOKEN"'
 
 
-def banner(url: str, token: str, vault: Path, token_file: Path) -> str:
-    """What ``vaultmem serve`` prints before it starts answering."""
+def banner(url: str, token: str | None, vault: Path, token_file: Path) -> str:
+    """What ``vaultmem serve`` prints before it starts answering.
+
+    ``token`` is None when standard output is not a terminal (a log file, a supervisor's journal):
+    the token is then never printed, only where it is and the command that prints it, so that no
+    log keeps a copy of the secret.
+    """
     rule = "-" * 78
+    read_it = token_command(vault)
+    if token is None:
+        shown = "not shown (this output is not a terminal); print it as below"
+        codex_env = f"VAULTMEM_TOKEN=$({read_it})"
+    else:
+        shown = token
+        codex_env = f"VAULTMEM_TOKEN={token}"
     return "\n".join(
         [
             rule,
             f"vaultmem is serving {vault}",
             f"  MCP URL:    {url}",
-            f"  token:      {token}",
-            f"  token file: {token_file}   (print it: vaultmem token; replace it: --rotate)",
+            f"  token:      {shown}",
+            f"  token file: {token_file}",
+            f"              (print it: {read_it}; replace it: --rotate)",
             rule,
             "Claude Desktop (claude_desktop_config.json; it runs its own stdio process):",
             claude_desktop(vault),
             "",
             "Claude Code:",
-            claude_code(url, token),
+            claude_code(url, token, vault),
             "",
             "Cursor (~/.cursor/mcp.json):",
             cursor(url, token),
             "",
-            f"OpenAI Codex (~/.codex/config.toml), with VAULTMEM_TOKEN={token} in its environment:",
+            f"OpenAI Codex (~/.codex/config.toml), with {codex_env} in its environment:",
             codex(url),
             rule,
             "Stop with Ctrl-C: pending commits are flushed before it exits.",

@@ -30,10 +30,15 @@ def token_path(vault: Path) -> Path:
     if override:
         return Path(override).expanduser().resolve()
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home).expanduser() / "vaultmem" / "tokens" / token_file_name(vault)
+
+
+def token_file_name(vault: Path) -> str:
+    """``<vault name>-<first 12 hex digits of the sha256 of the vault's resolved path>.token``."""
     root = vault.expanduser().resolve()
     digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:12]
     name = _SAFE.sub("-", root.name).strip("-") or "vault"
-    return Path(config_home).expanduser() / "vaultmem" / "tokens" / f"{name}-{digest}.token"
+    return f"{name}-{digest}.token"
 
 
 def new_token() -> str:

@@ -1,0 +1,79 @@
+"""The CLI as a person runs it: real processes with the real embedding model, their exit statuses,
+and what a run leaves on the machine outside the vault (issue 13, items 8 and 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.model
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+
+
+def vaultmem(vault: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [VAULTMEM, "--vault", str(vault), *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_every_cli_command_on_an_indexed_vault_exits_with_its_own_status_never_an_abort(
+    vault: Path,
+) -> None:
+    """Issue 13, item 8: `vaultmem doctor` exited 134 ("terminate called without an active
+    exception") after its report once an index existed: the model was still loading on a thread
+    when the interpreter exited. Every command, quick or not, must exit with its own status."""
+    added = vaultmem(vault, "append", "--kind", "reference", "--json", "The kettle is blue.")
+    assert added.returncode == 0, added.stderr
+    note_id = json.loads(added.stdout)["id"]
+    # The commands that open the index (and so start loading the model), each quick to finish.
+    commands: list[tuple[list[str], int]] = [
+        (["doctor"], 0),  # no index yet
+        (["reindex"], 0),  # builds it
+        (["doctor"], 0),
+        (["doctor", "--json"], 0),
+        (["search", note_id], 0),  # an id lookup: no query to embed
+        (["mcp"], 0),  # standard input at EOF: the stdio server ends at once
+        (["reindex", "--full"], 0),
+    ]
+    outcomes = []
+    for argv, expected in commands:
+        done = vaultmem(vault, *argv)
+        outcomes.append((argv, done.returncode, expected, done.stderr[-300:]))
+    wrong = [o for o in outcomes if o[1] != o[2] or "terminate called" in o[3]]
+    assert not wrong, wrong
+
+
+def test_the_embedding_model_writes_nothing_under_home(vault: Path, isolated_home: Path) -> None:
+    """Issue 13, item 11: onnxruntime's official builds created
+    ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ (a persistent device id and an event database)
+    the first time the model loaded. A search that embeds, run with HOME pointed at an empty folder,
+    leaves that folder empty."""
+    assert files_under(isolated_home) == []
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "ORT_DISABLE_TELEMETRY")}
+    assert env["HOME"] == str(isolated_home)  # the default cache folder is ~/.cache, inside it
+    added = vaultmem(vault, "append", "--kind", "reference", "The espresso grinder is set to 14.")
+    assert added.returncode == 0, added.stderr
+    found = subprocess.run(
+        [VAULTMEM, "--vault", str(vault), "search", "--json", "grinder setting"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["results"]
+    assert hits and hits[0]["slug"].startswith("the-espresso-grinder")  # the model really ran
+    assert files_under(isolated_home) == []

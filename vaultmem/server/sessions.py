@@ -1,0 +1,200 @@
+"""A bound on open MCP sessions that never locks a new client out.
+
+The SDK keeps a streamable-HTTP session until its client ends it (``DELETE``) or it has been idle
+(no request in flight, no open event stream) for its idle timeout, 30 minutes by default, and
+refuses every ``initialize`` with 503 once 10,000 are open. A host that never ends its sessions
+(a CLI that opens one per call) left each for 30 minutes at ~41 KB, and at the cap every agent on
+the machine was locked out.
+
+:class:`SessionBudget` sits in front of the SDK's ``/mcp`` and keeps:
+
+- **an idle timeout** of ``mcp_session_idle_timeout`` seconds (5 minutes; the SDK's own timer is
+  set to it). A connected client holds its session regardless: the SDK clients keep a GET event
+  stream open for the session's whole life, and an open stream is a request in flight.
+- **a cap** of ``mcp_max_sessions``. An ``initialize`` beyond it ends the session idle the longest
+  (a ``DELETE`` through the SDK, as that session's client could have sent) instead of being
+  refused; so a leaky host recycles its own abandoned sessions and nobody else's live ones. Only
+  when every open session has a request in flight is a new one refused (503, retryable).
+- **a count** of the open sessions (:meth:`SessionBudget.counts`, in ``memory_status health``).
+
+Only clients of the pre-2026 handshake have sessions; requests of the 2026 protocol (sessionless,
+what the SDK's own client speaks by default) pass through untouched and are never refused here.
+All agents present the same bearer token (one per vault), so a bound per token would be this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+#: The SDK's own cap is set this much higher: a backstop while admissions are being decided.
+SDK_CAP_FACTOR = 2
+
+
+@dataclass
+class _Session:
+    last_active: float
+    in_flight: int = 0
+
+
+class SessionBudget:
+    """ASGI middleware in front of the SDK's streamable-HTTP app (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        path: str,
+        max_sessions: int,
+        idle_timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.path = path
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._opening = 0  # initializes admitted and not yet answered
+        self._admission = anyio.Lock()
+        self.ended_for_room = 0
+
+    def counts(self) -> dict[str, Any]:
+        """Open sessions (and how many have a request in flight or an open event stream), the cap,
+        the idle timeout, and how many were ended to make room since the daemon started."""
+        self._forget_expired()
+        return {
+            "open": len(self._sessions),
+            "in_use": sum(1 for s in self._sessions.values() if s.in_flight),
+            "max": self.max_sessions,
+            "idle_timeout_seconds": self.idle_timeout,
+            "ended_for_room": self.ended_for_room,
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        version = headers.get(VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.app(scope, receive, send)  # the 2026 protocol: no sessions
+            return
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            if scope["method"] == "POST":
+                await self._open(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
+            return
+        # A session this table has let go of as expired may still be alive in the SDK (its timer
+        # fires a moment later): whatever the SDK does not answer 404 is counted again.
+        session = self._sessions.setdefault(session_id, _Session(last_active=self._clock()))
+        session.in_flight += 1
+        status: list[int] = []
+        try:
+            await self.app(scope, receive, _watching(send, status))
+        finally:
+            session.in_flight -= 1
+            session.last_active = self._clock()
+        answered = status[0] if status else None
+        if answered == 404 or (scope["method"] == "DELETE" and answered is not None and answered < 300):
+            self._sessions.pop(session_id, None)  # ended by its client, or already gone
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with self._admission:
+            self._forget_expired()
+            if len(self._sessions) + self._opening >= self.max_sessions:
+                oldest = self._longest_idle()
+                if oldest is None:
+                    await _busy(self.max_sessions)(scope, receive, send)
+                    return
+                await self._end(oldest, scope)
+            self._opening += 1
+        try:
+
+            async def register(message: Message) -> None:
+                if message["type"] == "http.response.start" and message["status"] < 400:
+                    new_id = Headers(raw=message.get("headers", [])).get(SESSION_HEADER)
+                    if new_id:
+                        self._sessions[new_id] = _Session(last_active=self._clock())
+                await send(message)
+
+            await self.app(scope, receive, register)
+        finally:
+            self._opening -= 1
+
+    def _forget_expired(self) -> None:
+        """Drop the sessions the SDK's idle timer has ended (or is about to)."""
+        now = self._clock()
+        for session_id, session in list(self._sessions.items()):
+            if not session.in_flight and now - session.last_active >= self.idle_timeout:
+                del self._sessions[session_id]
+
+    def _longest_idle(self) -> str | None:
+        idle = [(s.last_active, i) for i, s in self._sessions.items() if not s.in_flight]
+        return min(idle)[1] if idle else None
+
+    async def _end(self, session_id: str, scope: Scope) -> None:
+        """End a session through the SDK as its client would: ``DELETE`` with its id."""
+        host = Headers(scope=scope).get("host", "")
+        ending: Scope = {
+            **scope,
+            "method": "DELETE",
+            "query_string": b"",
+            "headers": [(b"host", host.encode("latin-1")), (SESSION_HEADER.encode(), session_id.encode())],
+        }
+        sent = False
+
+        async def no_body() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        await self.app(ending, no_body, discard)
+        self._sessions.pop(session_id, None)
+        self.ended_for_room += 1
+        log.info("ended the idle MCP session %s… to make room (cap %d)", session_id[:8], self.max_sessions)
+
+
+def _watching(send: Send, status: list[int]) -> Send:
+    async def watched(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status.append(int(message["status"]))
+        await send(message)
+
+    return watched
+
+
+def _busy(max_sessions: int) -> JSONResponse:
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32000,
+                "message": f"all {max_sessions} MCP sessions have a request in flight; retry shortly, "
+                "or raise mcp_max_sessions in vaultmem.yaml",
+            },
+        },
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
