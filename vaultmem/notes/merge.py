@@ -225,7 +225,8 @@ def _merge_lines(
     base: Sequence[Any], ours: Sequence[Any], theirs: Sequence[Any], newer: Side, nl: Any
 ) -> tuple[list[Any], bool]:
     """diff3 of lines; two insertions at one place keep both (older first); a conflict keeps the
-    newer side's lines. Returns the lines and whether anything of the older side was dropped."""
+    newer side's lines (with ``nl=None``, for sequences of keys, both sides', older first).
+    Returns the lines and whether anything of the older side was dropped."""
     out: list[Any] = []
     lost = False
     for region in diff3(base, ours, theirs):
@@ -235,7 +236,7 @@ def _merge_lines(
             newer_chunk, older_chunk = (
                 (region.ours, region.theirs) if newer == "ours" else (region.theirs, region.ours)
             )
-            if region.base:
+            if region.base and nl is not None:
                 chunks, lost = [newer_chunk], True
             else:
                 chunks = [older_chunk, newer_chunk]
@@ -440,7 +441,9 @@ def _merge_docs(b: NoteText, o: NoteText, t: NoteText, ours: bytes, theirs: byte
     every = list(dict.fromkeys([*sides.orders[0], *sides.orders[1], *sides.orders[2]]))
     for ident in every:
         bl, ol, tl = sides.of(ident)
-        if ol == tl or tl == bl:
+        # Two machines that each reinforced once both wrote the same count: that is two increments.
+        counted = ident == "occurrences" and ol == tl != bl
+        if (ol == tl and not counted) or tl == bl:
             chosen[ident] = ol
             continue
         if ol == bl:
@@ -451,7 +454,7 @@ def _merge_docs(b: NoteText, o: NoteText, t: NoteText, ours: bytes, theirs: byte
             chosen[ident] = side_lines[status_side]
             continue
         vb, vo, vt = sides.values(ident)
-        if "\0" not in ident and _equal(vo, vt):  # the same value, written differently
+        if "\0" not in ident and _equal(vo, vt) and not counted:  # one value, written differently
             chosen[ident] = side_lines[newer]
             continue
         rule = _rule(ident) if "\0" not in ident else None
