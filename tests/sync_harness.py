@@ -124,7 +124,9 @@ def fsck(git_dir_or_root: Path) -> str:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return "\n".join(
-        line for line in (result.stdout + result.stderr).splitlines() if line and not line.startswith("Checking")
+        line
+        for line in (result.stdout + result.stderr).splitlines()
+        if line and not line.startswith("Checking")
     )
 
 

@@ -52,7 +52,9 @@ def test_two_machines_writing_at_once_converge_with_no_markers_and_no_lost_side(
     laptop = cluster.first("laptop")
     desktop = cluster.clone("desktop")
     forgotten = laptop.append("The staging database is reset every Sunday night.")
-    shared = laptop.append("Deploys go out on Tuesdays.\nThe release captain signs off.\nRollbacks take ten minutes.")
+    shared = laptop.append(
+        "Deploys go out on Tuesdays.\nThe release captain signs off.\nRollbacks take ten minutes."
+    )
     linked = laptop.append("The cache TTL is five minutes for product pages.")
     fielded = laptop.append("Oncall rotates weekly between four engineers.")
     laptop.close()
@@ -103,7 +105,9 @@ def test_two_machines_writing_at_once_converge_with_no_markers_and_no_lost_side(
     assert meta(laptop, copies[0])["conflict_of"] == f"[[{rel['shared'].removesuffix('.md')}]]"
     # Links added on each side are both there, with their times.
     linked_meta = meta(laptop, rel["linked"])
-    assert linked_meta["supports"] == [f"[[{fielded['slug']}]]"] and linked_meta["related"] == [f"[[{shared['slug']}]]"]
+    assert linked_meta["supports"] == [f"[[{fielded['slug']}]]"] and linked_meta["related"] == [
+        f"[[{shared['slug']}]]"
+    ]
     assert set(linked_meta["link_created"]) == {f"supports/{fielded['slug']}", f"related/{shared['slug']}"}  # type: ignore[arg-type]
     # Different fields of one note: both edits.
     fielded_text = laptop.read(rel["fielded"])
@@ -223,8 +227,9 @@ def test_a_persons_own_git_pull_merges_notes_with_the_driver_and_the_next_sync_f
     desktop.write(rel, "---\ntitle: Plan\nupdated: '2026-03-03T00:00:00Z'\n---\nStep one, desktop.\n")
     laptop.sync()
     GitRepo(desktop.root).commit_paths([rel], "hand commit")
+    person = ["git", "-c", "user.name=p", "-c", "user.email=p@p"]
     pulled = subprocess.run(
-        ["git", "-c", "user.name=p", "-c", "user.email=p@p", "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+        [*person, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
         cwd=desktop.root, capture_output=True, text=True,
     )  # fmt: skip
     assert pulled.returncode == 0, pulled.stderr
