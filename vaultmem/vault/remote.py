@@ -6,8 +6,9 @@ git setup (ssh keys, credential helpers); vaultmem stores no credentials. A roun
 1. finishes or rolls back a round a crash interrupted (``merge_state.recover``);
 2. fetches the remote's branch (outside the write lock: the network may be slow);
 3. under the write lock: commits pending work (a person's edits are never discarded), then merges
-   the fetched commit with the note merge driver (``merge_driver.py``): a fast-forward when this
-   machine has nothing new, else a merge commit; never a rebase, never rewritten history;
+   the fetched commit: a fast-forward when this machine has nothing new, else a merge commit whose
+   notes both sides changed are merged field by field (``notes/merge.py``, in this process, see
+   ``merge_driver.py``); never a rebase, never rewritten history;
 4. pushes (never forced). A push the remote rejects because it moved meanwhile goes back to 2,
    at most ``max_attempts`` times in all.
 
@@ -32,8 +33,15 @@ from vaultmem.errors import GitError, InvalidInput, VaultError
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.layout import is_never_committed
-from vaultmem.vault.merge_driver import RECORDS_ENV, clear_records, configure, records_dir
-from vaultmem.vault.merge_state import Marker, clear_marker, conclude, recover, write_marker
+from vaultmem.vault.merge_driver import clear_records, configure, records_path
+from vaultmem.vault.merge_state import (
+    Marker,
+    clear_marker,
+    conclude,
+    notes_left_unmerged,
+    recover,
+    write_marker,
+)
 
 #: Variables of the person's environment a fetch, push or clone needs (ssh and proxy setup);
 #: every other ``GIT_*`` variable is kept out of vaultmem's git, as for its commits.
@@ -220,18 +228,18 @@ class VaultSync:
         if incoming is None or head is None or self._is_ancestor(incoming, head):
             return True
         git_dir = self.repo.git_dir
-        clear_records(records_dir(git_dir))
+        clear_records(records_path(git_dir))
         write_marker(git_dir, Marker(head, incoming))
         self.checkpoint("marked")
-        env = {RECORDS_ENV: str(records_dir(git_dir))}
         label = f"{self.remote}/{report.branch}"
         if self._is_ancestor(head, incoming):
-            result = self.repo.run("merge", "-q", "--ff-only", incoming, check=False, env=env)
+            result = self.repo.run("merge", "-q", "--ff-only", incoming, check=False)
             fast_forward = True
         else:
-            result = self.repo.run(
-                "merge", "-q", "--no-ff", "--no-commit", "--no-edit", incoming, check=False, env=env
-            )
+            with notes_left_unmerged(git_dir):  # ``conclude`` merges them, all in this process
+                result = self.repo.run(
+                    "merge", "-q", "--no-ff", "--no-commit", "--no-edit", incoming, check=False
+                )
             fast_forward = False
         self.checkpoint("merged")
         if result.returncode != 0 and not (git_dir / "MERGE_HEAD").exists():
