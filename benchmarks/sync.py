@@ -113,7 +113,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     case("new notes from the other machine", n, None, note, None)
     case(
-        "both changed other fields (driver per note)", n, note,
+        "both changed other fields (merged by rule)", n, note,
         lambda i: note(i, n=2, day="2026-03-02T00:00:00Z"), lambda i: note(i, tag="desk", day="2026-03-03T00:00:00Z"),
     )  # fmt: skip
     case(
