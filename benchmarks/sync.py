@@ -26,7 +26,10 @@ from vaultmem.vault.init import init_vault
 from vaultmem.vault.merge_driver import driver_command
 from vaultmem.vault.remote import SyncReport, VaultSync, clone_vault
 
-NOTE = "---\nid: 0190a1b2-{i:04x}-7000-8000-000000000000\ntitle: Note {i}\ntags:\n- bench\nupdated: '{day}'\noccurrences: {n}\n---\n{body}\n"
+NOTE = (
+    "---\nid: 0190a1b2-{i:04x}-7000-8000-000000000000\ntitle: Note {i}\ntags:\n- bench\n"
+    "updated: '{day}'\noccurrences: {n}\n---\n{body}\n"
+)
 
 
 def note(i: int, *, day: str = "2026-03-01T00:00:00Z", n: int = 1, body: str = "", tag: str = "") -> str:
@@ -114,7 +117,8 @@ def main() -> None:
     case("new notes from the other machine", n, None, note, None)
     case(
         "both changed other fields (merged by rule)", n, note,
-        lambda i: note(i, n=2, day="2026-03-02T00:00:00Z"), lambda i: note(i, tag="desk", day="2026-03-03T00:00:00Z"),
+        lambda i: note(i, n=2, day="2026-03-02T00:00:00Z"),
+        lambda i: note(i, tag="desk", day="2026-03-03T00:00:00Z"),
     )  # fmt: skip
     case(
         "both changed one body line (conflict notes)", n, note,

@@ -206,15 +206,18 @@ class VaultSync:
         report.incoming = list({c.path: c for c in report.incoming}.values())  # a retry merges again
         return report
 
+    def _over_network(self, *args: str) -> tuple[bool, str]:
+        """Run a fetch or push with the person's ssh setup; whether it worked, and git's message."""
+        result = self.repo.run(*args, check=False, env=remote_env(), timeout=self.network_timeout)
+        return result.returncode == 0, result.stderr.decode("utf-8", "replace").strip()
+
     def _fetch(self, branch: str) -> str | None:
         """Fetch the remote's branch; its commit, or ``None`` when the remote has no such branch yet."""
         refspec = f"+refs/heads/{branch}:refs/remotes/{self.remote}/{branch}"
-        result = self.repo.run(
-            "fetch", "-q", "--no-tags", "--no-write-fetch-head", self.remote, refspec,
-            check=False, env=remote_env(), timeout=self.network_timeout,
-        )  # fmt: skip
-        if result.returncode != 0:
-            detail = result.stderr.decode("utf-8", "replace").strip()
+        ok, detail = self._over_network(
+            "fetch", "-q", "--no-tags", "--no-write-fetch-head", self.remote, refspec
+        )
+        if not ok:
             if any(m in detail for m in _NO_BRANCH):
                 return None
             raise GitError(
@@ -287,12 +290,8 @@ class VaultSync:
         else:
             outgoing = self.repo.git("ls-tree", "-r", "--name-only", "-z", "HEAD").split("\0")
         self.checkpoint("pushing")
-        result = self.repo.run(
-            "push", "-q", self.remote, f"HEAD:refs/heads/{report.branch}",
-            check=False, env=remote_env(), timeout=self.network_timeout,
-        )  # fmt: skip
-        if result.returncode != 0:
-            detail = result.stderr.decode("utf-8", "replace").strip()
+        ok, detail = self._over_network("push", "-q", self.remote, f"HEAD:refs/heads/{report.branch}")
+        if not ok:
             if any(m in detail for m in _REJECTED):
                 return False
             raise GitError(f"could not push to {self.remote!r}: {detail}; check the network and the remote")
