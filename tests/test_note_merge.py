@@ -337,3 +337,10 @@ def test_any_bytes_merge_without_markers_the_same_both_ways(base: bytes, ours: b
     assert merge_text(base, ours, base).merged == ours
     if one.mode != "distinct" and one.lost is not None:
         assert one.lost.data in (ours, theirs)
+
+
+def test_two_different_files_created_at_one_path_are_never_mixed_line_by_line() -> None:
+    ours, theirs = b"name: laptop\nid: 1\n", b"name: desktop\nid: 2\n"
+    result = merge_text(b"", ours, theirs)
+    assert result.lost is not None and {result.merged, result.lost.data} == {ours, theirs}
+    assert merge_text(b"", theirs, ours).merged == result.merged

@@ -254,3 +254,26 @@ def test_configuring_the_driver_keeps_a_persons_gitattributes_and_names_this_pyt
     driver = repo.git("config", "--get", f"merge.{DRIVER}.driver").strip()
     assert driver.startswith(sys.executable) and driver.endswith("%O %A %B %P")
     assert repo.git("check-attr", "merge", "--", "memory/x.md").strip().endswith(f"merge: {DRIVER}")
+
+
+def test_the_driver_git_runs_for_a_virtual_merge_base_merges_without_a_record(tmp_path: Path) -> None:
+    from vaultmem.vault.init import init_vault
+    from vaultmem.vault.merge_driver import RECORDS_FILE, driver_command
+
+    root, _ = init_vault(tmp_path / "v")
+    sides = []
+    for name, text in (
+        ("o", "---\ntags: [a]\n---\nx\n"),
+        ("a", "---\ntags: [a, b]\n---\nx\n"),
+        ("b", "---\ntags: [c]\n---\nx\n"),
+    ):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        sides.append(str(tmp_path / name))
+    for virtual, records in ((True, False), (False, True)):
+        (tmp_path / "a").write_text("---\ntags: [a, b]\n---\nx\n", encoding="utf-8")
+        command = driver_command(sys.executable, virtual_base=virtual).replace(
+            "%O %A %B %P", " ".join([*sides, "n.md"])
+        )
+        subprocess.run(command, shell=True, cwd=root, check=True)
+        assert fm.parse((tmp_path / "a").read_text(encoding="utf-8")).meta["tags"] == ["b", "c"]
+        assert (GitRepo(root).git_dir / RECORDS_FILE).exists() == records

@@ -121,15 +121,15 @@ class NoteMerge:
         if self.by_rule:
             lines.append(f"fields merged by rule: {', '.join(self.by_rule)}")
         if self.status is not None:
-            by = "both machines" if self.status.set_by == "both" else f"{self.status.set_by} side"
-            lines.append(f"status {self.status.status} (set on the {by}) kept over {self.status.replaced}")
+            by = "on both sides" if self.status.set_by == "both" else f"on the {self.status.set_by} side"
+            lines.append(f"status {self.status.status} (set {by}) kept over {self.status.replaced}")
         if self.mode == "distinct":
             lines.append("two different notes were created at this path: the older keeps it")
         elif self.lost is not None:
             what = [*(["body lines"] if self.lost.body else []), *sorted(self.lost.fields)]
             lines.append(
-                f"both sides changed the same {' and '.join(what)}: kept the newer ({self.kept}); "
-                f"the {self.lost.side} side is kept as a conflict note"
+                f"both sides changed the same {' and '.join(what)}: kept the {self.kept} side (the newer "
+                f"`updated`, on a tie the larger bytes); the {self.lost.side} side is kept as a conflict note"
             )
         if self.mode == "text":
             lines.append("not a readable note: merged line by line")
@@ -215,8 +215,11 @@ def merge_text(base: bytes, ours: bytes, theirs: bytes) -> NoteMerge:
     if ours == base:
         return NoteMerge(theirs, "text")
     newer: Side = "ours" if ours > theirs else "theirs"
-    out, lost = _merge_lines(_byte_lines(base), _byte_lines(ours), _byte_lines(theirs), newer, b"\n")
     loser = _other(newer)
+    if not base:  # two files created at one path: lines of both would mix two documents into one
+        kept, other = (ours, theirs) if newer == "ours" else (theirs, ours)
+        return NoteMerge(kept, "text", kept=newer, lost=LostSide(loser, other, body=True))
+    out, lost = _merge_lines(_byte_lines(base), _byte_lines(ours), _byte_lines(theirs), newer, b"\n")
     lost_side = LostSide(loser, theirs if loser == "theirs" else ours, body=True) if lost else None
     return NoteMerge(b"".join(out), "text", kept=newer if lost else None, lost=lost_side)
 

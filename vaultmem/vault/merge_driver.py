@@ -152,9 +152,10 @@ def configure(repo: GitRepo, python: str | None = None) -> bool:
         f"merge.{BASE_DRIVER}.name": "vaultmem: notes merged into a virtual merge base",
         f"merge.{BASE_DRIVER}.driver": driver_command(python, virtual_base=True),
     }
+    listed = repo.git("config", "--local", "-z", "--get-regexp", r"^merge\.vaultmem-", check=False)
+    current = dict(item.split("\n", 1) for item in listed.split("\0") if "\n" in item)
     for key, value in settings.items():
-        current = repo.git("config", "--local", "--get", key, check=False).rstrip("\n")
-        if current != value:
+        if current.get(key) != value:
             repo.git("config", "--local", key, value)
     attributes = repo.work_tree / ".gitattributes"
     try:

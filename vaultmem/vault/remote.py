@@ -195,8 +195,8 @@ class VaultSync:
                     break
             else:
                 raise GitError(
-                    f"the remote kept changing during {self.max_attempts} attempts; nothing was lost, "
-                    "the next sync merges and pushes again"
+                    f"the remote (or a file being merged) kept changing during {self.max_attempts} "
+                    "attempts; nothing was lost, the next sync merges and pushes again"
                 )
         except (GitError, VaultError, OSError, subprocess.TimeoutExpired) as exc:
             report.ok = False
