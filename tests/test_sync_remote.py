@@ -277,3 +277,68 @@ def test_the_driver_git_runs_for_a_virtual_merge_base_merges_without_a_record(tm
         subprocess.run(command, shell=True, cwd=root, check=True)
         assert fm.parse((tmp_path / "a").read_text(encoding="utf-8")).meta["tags"] == ["b", "c"]
         assert (GitRepo(root).git_dir / RECORDS_FILE).exists() == records
+
+
+def test_a_project_file_both_machines_changed_in_one_line_is_kept_whole_with_a_conflict_copy(
+    cluster: Cluster,
+) -> None:
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    rel = "desk/projects/site/project.yaml"
+    laptop.write(rel, "name: site\ndescription: the web site\n")
+    laptop.sync()
+    desktop.sync()
+    laptop.write(rel, "name: site\ndescription: the public web site\n")
+    desktop.write(rel, "name: site\ndescription: the marketing site\n")
+    laptop.sync()
+    report = desktop.sync()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop)
+    copies = [p for p in tree(desktop) if p.startswith("desk/projects/site/project.conflict-")]
+    assert len(copies) == 1 and copies[0].endswith(".yaml")
+    assert (copies[0], rel) in report.conflict_files and any(line.startswith(rel) for line in report.merged)
+    kept, other = desktop.read(rel), desktop.read(copies[0])
+    assert {kept, other} == {
+        b"name: site\ndescription: the public web site\n",
+        b"name: site\ndescription: the marketing site\n",
+    }
+
+
+def test_a_note_renamed_on_one_machine_and_reinforced_on_the_other_keeps_both_changes(
+    cluster: Cluster,
+) -> None:
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    note = laptop.append("Backups run nightly at two and are kept for thirty days on the NAS.")
+    laptop.close()
+    cluster.settle()
+    old = f"memory/semantic/{note['slug']}.md"
+    (laptop.root / old).rename(laptop.root / "memory/semantic/backups.md")  # renamed in Obsidian
+    desktop.clock.advance(hours=1)
+    desktop.service()
+    assert desktop.append("Backups run nightly at two and are kept for thirty days on the NAS.")[
+        "deduplicated"
+    ]
+    desktop.close()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop) and not (laptop.root / old).exists()
+    renamed = meta(laptop, "memory/semantic/backups.md")
+    assert renamed["id"] == note["id"] and renamed["occurrences"] == 2
+
+
+def test_a_note_deleted_on_one_machine_and_changed_on_the_other_is_kept_changed(cluster: Cluster) -> None:
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    rel = "memory/semantic/keep-me.md"
+    laptop.write(rel, "---\ntitle: Keep me\nupdated: '2026-03-01T00:00:00Z'\n---\nFirst line.\n")
+    laptop.sync()
+    desktop.sync()
+    (laptop.root / rel).unlink()  # a person deleted it by hand
+    desktop.write(
+        rel, "---\ntitle: Keep me\nupdated: '2026-03-02T00:00:00Z'\n---\nFirst line.\nSecond line.\n"
+    )
+    laptop.sync()
+    desktop.sync()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop)
+    assert laptop.read(rel).endswith(b"Second line.\n")  # nothing the other machine wrote is lost
