@@ -72,6 +72,9 @@ def diverge(cluster: Cluster, shared: int = 3, incoming: int = 0) -> tuple[Machi
     laptop.repo.commit_paths([f"memory/semantic/n{i}.md" for i in range(shared)], "laptop edits")
     laptop.write("memory/semantic/laptop-only.md", "Written on the laptop, not yet committed.\n")
     desktop.write("memory/semantic/desktop-only.md", "Written on the desktop.\n")
+    # The same new path on both machines, two different notes: the desktop's is older.
+    desktop.write("memory/semantic/same.md", NOTE.format(id=note_id(9000), i=9000, day=1, body="desktop's"))
+    laptop.write("memory/semantic/same.md", NOTE.format(id=note_id(9001), i=9001, day=1, body="laptop's"))
     for i in range(incoming):
         desktop.write(f"memory/semantic/d{i}.md", f"Desktop note {i}.\n")
     desktop.sync()
@@ -101,6 +104,9 @@ def assert_converged(cluster: Cluster, laptop: Machine, desktop: Machine, shared
     files = tree(laptop)
     assert files["memory/semantic/laptop-only.md"] == b"Written on the laptop, not yet committed.\n"
     assert files["memory/semantic/desktop-only.md"] == b"Written on the desktop.\n"
+    same = [note_from_text(d.decode(), p) for p, d in files.items() if p.startswith("memory/semantic/same")]
+    assert files["memory/semantic/same.md"].count(b"desktop's") == 1  # the older note keeps the path
+    assert sorted(n.id or "" for n in same) == [note_id(9000), note_id(9001)]  # each note once
     for i in range(shared):
         rel = f"memory/semantic/n{i}.md"
         kept = files[rel]
@@ -121,6 +127,7 @@ STEPS = {
     "committed pending": "pending work committed, no merge",
     "marked": "the marker, no merge yet",
     "merged": "git's merge done, not committed (MERGE_HEAD)",
+    "filed": "conflict notes and the renamed note written, not committed",
     "concluded": "the merge committed, the marker left",
     "pushing": "merged and committed, not pushed",
     "pushed": "pushed, the round not finished",
@@ -135,8 +142,8 @@ def test_a_round_killed_at_each_step_is_finished_or_rolled_back_and_nothing_is_l
     killed = run_round(laptop, step)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     git_dir = GitRepo(laptop.root).git_dir
-    assert (git_dir / "MERGE_HEAD").exists() == (step == "merged")
-    assert (git_dir / MARKER).exists() == (step in ("marked", "merged", "concluded"))
+    assert (git_dir / "MERGE_HEAD").exists() == (step in ("merged", "filed"))
+    assert (git_dir / MARKER).exists() == (step in ("marked", "merged", "filed", "concluded"))
     assert notes_with_markers(laptop) == []
     assert_converged(cluster, laptop, desktop, shared=3)
 
@@ -194,7 +201,7 @@ def test_a_merge_killed_while_git_wrote_the_work_tree_is_rolled_back_keeping_a_p
     back what the merge wrote and keeps what a person wrote."""
     laptop, desktop = diverge(cluster)
     repo = GitRepo(laptop.root)
-    laptop.repo.commit_paths(["memory/semantic/laptop-only.md"], "pending")
+    laptop.repo.commit_all_pending("pending")
     repo.git("fetch", "-q", "origin")
     incoming = repo.git("rev-parse", "refs/remotes/origin/main").strip()
     head = repo.git("rev-parse", "HEAD").strip()
@@ -226,7 +233,7 @@ def test_a_merge_killed_while_git_wrote_the_work_tree_is_rolled_back_keeping_a_p
 def test_a_merge_a_person_started_is_left_alone_with_a_message(cluster: Cluster) -> None:
     laptop, _ = diverge(cluster)
     repo = GitRepo(laptop.root)
-    laptop.repo.commit_paths(["memory/semantic/laptop-only.md"], "pending")
+    laptop.repo.commit_all_pending("pending")
     repo.git("fetch", "-q", "origin")
     repo.run("merge", "--no-commit", "--no-ff", "origin/main", check=False)
     assert (repo.git_dir / "MERGE_HEAD").exists()

@@ -28,7 +28,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -229,7 +229,11 @@ def _new_name(layout: VaultLayout, path: str, data: bytes, planned: set[str]) ->
     names = _taken_names(layout.root / folder) | planned
 
     def taken(slug: str) -> bool:
-        return f"{slug}.md".lower() in names
+        if f"{slug}.md".lower() not in names:
+            return False
+        # A file with exactly these bytes is this note, filed by a conclude a kill interrupted.
+        mine = layout.root / folder / f"{slug}.md"
+        return not (slug != stem and mine.is_file() and mine.read_bytes() == data)
 
     slug = resolve_collision(stem, taken, words, hash_source=source)
     return f"{folder}/{slug}.md" if folder else f"{slug}.md"
@@ -266,9 +270,9 @@ def _file_sides(repo: GitRepo, layout: VaultLayout, records: list[MergeRecord], 
     return written
 
 
-def conclude(repo: GitRepo, label: str) -> Concluded:
+def conclude(repo: GitRepo, label: str, checkpoint: Callable[[str], None] | None = None) -> Concluded:
     """Finish the merge in progress (see the module docstring) and commit it; ``label`` names what
-    was merged (``origin/main``) in the message."""
+    was merged (``origin/main``) in the message. ``checkpoint("filed")`` is called before the commit."""
     layout = VaultLayout(repo.work_tree)
     log_path = records_path(repo.git_dir)
     resolved = _resolve_unmerged(repo, layout, log_path)
@@ -279,6 +283,8 @@ def conclude(repo: GitRepo, label: str) -> Concluded:
     _file_sides(repo, layout, records, done)
     for copy, original in done.conflict_files:
         done.described.append(f"{original}: the side the merge could not keep is {copy}")
+    if checkpoint is not None:
+        checkpoint("filed")
     subject = f"vaultmem sync: merge {label}"
     counts = f"{len(records)} files merged by vaultmem, {len(done.conflict_files)} conflict notes"
     message = f"{subject}\n\n{counts}\n\n" + "".join(f"- {line}\n" for line in done.described)

@@ -257,7 +257,7 @@ class VaultSync:
                 )
             raise GitError(f"git could not merge {label}: {detail}")
         if not fast_forward:
-            done = conclude(self.repo, label)
+            done = conclude(self.repo, label, self.checkpoint)
             self.checkpoint("concluded")
             report.merge_commit = done.commit
             report.merged += done.described
