@@ -241,3 +241,14 @@ def test_a_merge_a_person_started_is_left_alone_with_a_message(cluster: Cluster)
     report = VaultSync(repo).sync()
     assert not report.ok and "git merge --abort" in report.errors[0]
     assert tree(laptop) == before and (repo.git_dir / "MERGE_HEAD").exists()
+
+
+def test_a_ref_lock_a_killed_fetch_left_is_cleared_by_the_next_round(cluster: Cluster) -> None:
+    laptop = cluster.first("laptop")
+    lock = GitRepo(laptop.root).git_dir / "refs/remotes/origin/main.lock"
+    lock.write_text("", encoding="utf-8")
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # nobody holds it, and it is old
+    laptop.write("memory/semantic/after.md", "After the kill.\n")
+    report = VaultSync(GitRepo(laptop.root, lock_timeout=1.0)).sync()
+    assert report.ok and report.recovery == [f"removed {lock}"] and not lock.exists()
+    assert report.pushed_commits == 1

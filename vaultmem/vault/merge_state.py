@@ -17,8 +17,8 @@ Before its merge a round writes a marker (``<git dir>/vaultmem-sync.json``: the 
   next commit. The incoming commits are still in the repository, so the next round merges them again.
 
 Lock files (``index.lock``...) that a killed git left are removed only when a round was under way,
-no process holds them open and they are older than the lock timeout; otherwise the round waits
-for them, then reports.
+no process holds them open and they are older than the lock timeout (without a round under way, only
+a killed fetch's remote-tracking ref locks); otherwise the round waits for them, then reports.
 """
 
 from __future__ import annotations
@@ -318,25 +318,29 @@ def _held_open(paths: set[str]) -> bool:
     return False
 
 
-def _locks(git_dir: Path) -> list[Path]:
-    found = [git_dir / name for name in _LOCKS if (git_dir / name).exists()]
-    found += sorted((git_dir / "refs").rglob("*.lock"))
+def _locks(git_dir: Path, *, merging: bool) -> list[Path]:
+    found = sorted((git_dir / "refs" / "remotes").rglob("*.lock"))  # a fetch's
+    if merging:
+        found += [git_dir / name for name in _LOCKS if (git_dir / name).exists()]
+        found += sorted((git_dir / "refs" / "heads").rglob("*.lock"))
     return found
 
 
-def clear_stale_locks(repo: GitRepo, wait: float | None = None) -> list[str]:
+def clear_stale_locks(repo: GitRepo, *, merging: bool = True, wait: float | None = None) -> list[str]:
     """Remove the lock files a killed round's git left (see the module docstring); return them.
 
+    Without a round's marker (``merging=False``) only a fetch's remote-tracking ref locks are
+    considered: the index and branch locks are then a person's or the commit writer's business.
     Waits up to ``wait`` seconds (the repository's lock timeout) for a lock to be released or to
     grow old enough; raises :class:`GitError` when one is still held.
     """
     wait = repo.lock_timeout if wait is None else wait
     deadline = time.monotonic() + wait
     removed: list[str] = []
-    while locks := _locks(repo.git_dir):
+    while locks := _locks(repo.git_dir, merging=merging):
         held = _held_open({str(p) for p in locks})
-        oldest = min((time.time() - p.stat().st_mtime for p in locks if p.exists()), default=0.0)
-        if not held and oldest >= wait:
+        youngest = min((time.time() - p.stat().st_mtime for p in locks if p.exists()), default=0.0)
+        if not held and youngest >= wait:
             for lock in locks:
                 lock.unlink(missing_ok=True)
                 log.warning("removed %s, left by a sync round that was killed", lock)
@@ -407,7 +411,10 @@ def recover(repo: GitRepo, label: str = "the remote") -> Recovery:
                 f"a merge vaultmem did not start is in progress in {repo.work_tree}: finish it "
                 "(git commit) or abort it (git merge --abort), then sync again"
             )
-        return _file_hand_merge_sides(repo)
+        cleared = clear_stale_locks(repo, merging=False)
+        filed = _file_hand_merge_sides(repo)
+        filed.detail[:0] = [f"removed {p}" for p in cleared]
+        return filed
     cleared = clear_stale_locks(repo)
     detail = [f"removed {p}" for p in cleared]
     head = repo.git("rev-parse", "HEAD").strip()
