@@ -251,4 +251,4 @@ def test_a_ref_lock_a_killed_fetch_left_is_cleared_by_the_next_round(cluster: Cl
     laptop.write("memory/semantic/after.md", "After the kill.\n")
     report = VaultSync(GitRepo(laptop.root, lock_timeout=1.0)).sync()
     assert report.ok and report.recovery == [f"removed {lock}"] and not lock.exists()
-    assert report.pushed_commits == 1
+    assert report.pushed_commits == 1 and report.ahead == 0  # the tracking ref moved with the push
