@@ -151,8 +151,8 @@ def merge_note(base: bytes, ours: bytes, theirs: bytes) -> NoteMerge:
         return _merge_distinct(o, t, ours, theirs)
     try:
         return _merge_docs(b, o, t, ours, theirs)
-    except MalformedNote:  # the sides' entries do not combine into valid YAML: plain lines then
-        return merge_text(base, ours, theirs)
+    except Exception:  # entries that do not combine into valid YAML, a value YAML cannot write back:
+        return merge_text(base, ours, theirs)  # plain lines then, never a merge that cannot finish
 
 
 # -- which side wins a tie -------------------------------------------------------------------------
