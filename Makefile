@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/write_path.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/mcp_e2e.py
+	$(BIN)/python benchmarks/sync.py
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
 
 serve: $(STAMP)

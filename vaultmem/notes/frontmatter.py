@@ -131,7 +131,7 @@ def _split_entries(lines: list[str]) -> list[Entry]:
     return entries
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """Lines ending in ``\n``, ``\r\n`` or ``\r``, ends kept.
 
     Not ``str.splitlines``: it also breaks at NEL, LS, PS, form feeds and more, which Obsidian does
@@ -153,7 +153,7 @@ def parse(text: str, *, source: str = "note") -> NoteText:
     # Split only as far as a frontmatter block may reach: a 10 MB note is not cut into lines here.
     rest = text[first_end + 1 :]
     window = rest[: MAX_FRONTMATTER_BYTES + 16]
-    lines = _split_lines(window)
+    lines = split_lines(window)
     truncated = len(window) < len(rest)
     if truncated:
         lines = lines[:-1]  # possibly cut mid-line: never mistaken for a closing fence

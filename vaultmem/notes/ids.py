@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -65,3 +66,17 @@ def is_id_prefix(text: str) -> bool:
 def canonical_id(text: str) -> str:
     """The canonical hyphenated lower-case form of a full id."""
     return str(uuid.UUID(hex=compact_hex(text)))
+
+
+def derived_uuid7(ms: int, seed: bytes) -> str:
+    """A UUIDv7 whose every bit is derived from ``ms`` and ``seed`` (no clock, no randomness).
+
+    For a note two machines must create byte for byte alike (a merge's conflict note): the
+    timestamp field orders it like any note created at ``ms``, and 74 bits of sha256(seed) fill
+    the rest, so different seeds give different ids.
+    """
+    digest = int.from_bytes(hashlib.sha256(seed).digest()[:10], "big")
+    seq = digest >> 68 & 0xFFF
+    rand = digest & ((1 << 62) - 1)
+    value = (max(ms, 0) & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand
+    return str(uuid.UUID(int=value))

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,20 +98,42 @@ class GitRepo:
         _run(args, cwd=None, env=_git_env())
         return GitRepo(work_tree)
 
-    def git(self, *args: str, check: bool = True, input_bytes: bytes | None = None) -> str:
-        """Run a git command in the work tree and return its standard output."""
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        input_bytes: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run a git command in the work tree; its output as bytes (a blob, say).
+
+        ``env`` adds variables to vaultmem's git environment (a sync's ssh setup, say).
+        """
         base = ["git", "-c", "core.quotepath=off", "-c", "commit.gpgsign=false"]
         result = subprocess.run(
             [*base, *args],
             cwd=self.work_tree,
-            env=self._env,
+            env={**self._env, **env} if env else self._env,
             input=input_bytes,
             capture_output=True,
-            timeout=120,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
             raise GitError(f"git {' '.join(args[:2])} failed in {self.work_tree}: {detail}")
+        return result
+
+    def git(
+        self,
+        *args: str,
+        check: bool = True,
+        input_bytes: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120,
+    ) -> str:
+        """Run a git command in the work tree and return its standard output."""
+        result = self.run(*args, check=check, input_bytes=input_bytes, env=env, timeout=timeout)
         return result.stdout.decode("utf-8", "replace")
 
     def is_repo(self) -> bool:

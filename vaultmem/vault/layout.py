@@ -17,9 +17,11 @@ _SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^49
 #: Files at the vault root that are about the vault, not memories.
 ROOT_NON_NOTES = frozenset({"README.md"})
 #: Sync clients' conflict copies. Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and
-#: others: ``name (1).md``; Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``.
+#: others: ``name (1).md``; Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``; vaultmem's
+#: own git merge, for the side of a note it could not merge: ``name.conflict-1a2b3c4d.md``.
 CONFLICT_COPY = re.compile(
-    r"(\((?:[^()]*'s )?conflicted copy[^()]*\)|\s\(\d+\)$|\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]+$)",
+    r"(\((?:[^()]*'s )?conflicted copy[^()]*\)|\s\(\d+\)$|\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]+$"
+    r"|\.conflict-[0-9a-f]{8}$)",
     re.IGNORECASE,
 )
 #: Folders whose files are never committed, whatever the vault's .gitignore says.

@@ -1,0 +1,332 @@
+"""Many machines, one memory: one sync round with the vault repository's git remote, and clone.
+
+The remote is the repository's own (``origin`` unless told otherwise), reached with the person's
+git setup (ssh keys, credential helpers); vaultmem stores no credentials. A round:
+
+1. finishes or rolls back a round a crash interrupted (``merge_state.recover``);
+2. fetches the remote's branch (outside the write lock: the network may be slow);
+3. under the write lock: commits pending work (a person's edits are never discarded), then merges
+   the fetched commit: a fast-forward when this machine has nothing new, else a merge commit whose
+   notes both sides changed are merged field by field (``notes/merge.py``, in this process, see
+   ``merge_driver.py``); never a rebase, never rewritten history;
+4. pushes (never forced). A push the remote rejects because it moved meanwhile goes back to 2,
+   at most ``max_attempts`` times in all.
+
+The report says what came in (the paths the merge changed in the work tree, from the diff, so the
+index re-reads only those), what went out, the ahead/behind counts and any error. Network and
+remote errors are reported, not raised: the vault keeps working offline and the next round tries
+again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from vaultmem.errors import GitError, InvalidInput, VaultError
+from vaultmem.vault.history import GitRepo
+from vaultmem.vault.init import init_vault
+from vaultmem.vault.layout import is_never_committed
+from vaultmem.vault.merge_driver import clear_records, configure, records_path
+from vaultmem.vault.merge_state import (
+    Marker,
+    clear_marker,
+    conclude,
+    notes_left_unmerged,
+    recover,
+    write_marker,
+)
+
+#: Variables of the person's environment a fetch, push or clone needs (ssh and proxy setup);
+#: every other ``GIT_*`` variable is kept out of vaultmem's git, as for its commits.
+REMOTE_ENV = (
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_PROXY_COMMAND",
+    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_HTTP_USER_AGENT",
+)  # fmt: skip
+_REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref")
+_NO_BRANCH = ("couldn't find remote ref", "could not find remote ref")
+_DIRTY = ("would be overwritten by merge", "commit your changes or stash them")
+PENDING_MESSAGE = (
+    "vaultmem sync: record changes made before the sync\n\nEdits not yet committed when the sync began."
+)
+
+
+def remote_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in REMOTE_ENV}
+
+
+@dataclass(frozen=True)
+class ChangedPath:
+    """A path a merge changed in the work tree."""
+
+    path: str
+    change: Literal["added", "modified", "deleted"]
+
+
+@dataclass
+class SyncReport:
+    """What one round did. ``ok`` is False when it ended on an error (``errors``)."""
+
+    remote: str
+    branch: str
+    ok: bool = True
+    #: Pending paths committed before merging.
+    committed: list[str] = field(default_factory=list)
+    #: What came in: every path the merge changed here (for the index: re-read only these).
+    incoming: list[ChangedPath] = field(default_factory=list)
+    #: What went out: the paths the pushed commits changed on the remote.
+    outgoing: list[str] = field(default_factory=list)
+    pushed_commits: int = 0
+    merge_commit: str | None = None
+    fast_forward: bool = False
+    #: One line per file merged by more than taking one side (the merge commit's message).
+    merged: list[str] = field(default_factory=list)
+    #: (conflict note, original): a side a merge could not keep, kept beside the original.
+    conflict_files: list[tuple[str, str]] = field(default_factory=list)
+    #: (path, new path): a note another machine's note displaced, filed by a new name.
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    ahead: int = 0
+    behind: int = 0
+    attempts: int = 0
+    recovery: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (``vaultmem sync --json``)."""
+        return asdict(self)
+
+
+class VaultSync:
+    """Sync rounds of one vault repository with one remote.
+
+    ``commit_pending`` commits whatever is not committed yet (the daemon flushes its commit queue
+    and the watcher's hand edits; the default commits every pending path). ``write_lock`` returns
+    the lock that keeps the daemon's writes out of the work tree while the round commits and
+    merges. ``checkpoint`` is called with the name of each step, for tests that kill a round there.
+    """
+
+    def __init__(
+        self,
+        repo: GitRepo,
+        remote: str = "origin",
+        *,
+        commit_pending: Callable[[], list[str]] | None = None,
+        write_lock: Callable[[], AbstractContextManager[object]] | None = None,
+        max_attempts: int = 3,
+        network_timeout: float = 300.0,
+        checkpoint: Callable[[str], None] | None = None,
+    ) -> None:
+        if not remote or remote.startswith("-") or any(c.isspace() for c in remote):
+            raise InvalidInput(f"{remote!r} is not a git remote name")
+        self.repo = repo
+        self.remote = remote
+        self.commit_pending = commit_pending or self._commit_all_pending
+        self.write_lock = write_lock or contextlib.nullcontext
+        self.max_attempts = max(1, max_attempts)
+        self.network_timeout = network_timeout
+        self.checkpoint = checkpoint or (lambda step: None)
+
+    # -- setup --------------------------------------------------------------------------------------
+    def _commit_all_pending(self) -> list[str]:
+        return self.repo.commit_all_pending(PENDING_MESSAGE, include=lambda rel: not is_never_committed(rel))
+
+    def branch(self) -> str:
+        name = self.repo.git("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
+        if not name:
+            raise GitError(f"{self.repo.work_tree} is on a detached HEAD; check out a branch and sync again")
+        return name
+
+    def has_remote(self) -> bool:
+        return self.repo.run("remote", "get-url", self.remote, check=False).returncode == 0
+
+    @property
+    def tracking_ref(self) -> str:
+        return f"refs/remotes/{self.remote}/{self.branch()}"
+
+    def _rev(self, spec: str) -> str | None:
+        return self.repo.git("rev-parse", "-q", "--verify", f"{spec}^{{commit}}", check=False).strip() or None
+
+    def _is_ancestor(self, older: str, newer: str) -> bool:
+        return self.repo.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+    def ahead_behind(self) -> tuple[int, int]:
+        """Commits here the remote lacks, and commits there not merged here (as of the last fetch)."""
+        tracking = self._rev(self.tracking_ref)
+        if tracking is None:
+            return int(self.repo.git("rev-list", "--count", "HEAD").strip() or 0), 0
+        out = self.repo.git("rev-list", "--left-right", "--count", f"HEAD...{tracking}").split()
+        return int(out[0]), int(out[1])
+
+    # -- the round ----------------------------------------------------------------------------------
+    def recover(self) -> list[str]:
+        """Finish or roll back an interrupted round; call at start, before committing pending work."""
+        return recover(self.repo, f"{self.remote}/{self.branch()}").detail
+
+    def sync(self) -> SyncReport:
+        """One round: recover, fetch, commit pending, merge, push (see the module docstring)."""
+        report = SyncReport(self.remote, "")
+        try:
+            report.branch = self.branch()
+            if not self.has_remote():
+                raise GitError(
+                    f"the vault's repository has no remote named {self.remote!r}; add one with "
+                    f"`git remote add {self.remote} URL` (a bare repository, GitHub, ...) and sync again"
+                )
+            with self.write_lock():
+                report.recovery = recover(self.repo, f"{self.remote}/{report.branch}").detail
+                if configure(self.repo):
+                    self.repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
+            for attempt in range(1, self.max_attempts + 1):
+                report.attempts = attempt
+                incoming = self._fetch(report.branch)
+                self.checkpoint("fetched")
+                with self.write_lock():
+                    report.committed += self.commit_pending()
+                    self.checkpoint("committed pending")
+                    if not self._merge(incoming, report):
+                        continue  # a file changed under the merge: commit it and merge again
+                if self._push(report):
+                    break
+            else:
+                raise GitError(
+                    f"the remote (or a file being merged) kept changing during {self.max_attempts} "
+                    "attempts; nothing was lost, the next sync merges and pushes again"
+                )
+        except (GitError, VaultError, OSError, subprocess.TimeoutExpired) as exc:
+            report.ok = False
+            report.errors.append(str(exc))
+        with contextlib.suppress(GitError):
+            report.ahead, report.behind = self.ahead_behind()
+        report.incoming = list({c.path: c for c in report.incoming}.values())  # a retry merges again
+        return report
+
+    def _over_network(self, *args: str) -> tuple[bool, str]:
+        """Run a fetch or push with the person's ssh setup; whether it worked, and git's message."""
+        result = self.repo.run(*args, check=False, env=remote_env(), timeout=self.network_timeout)
+        return result.returncode == 0, result.stderr.decode("utf-8", "replace").strip()
+
+    def _fetch(self, branch: str) -> str | None:
+        """Fetch the remote's branch; its commit, or ``None`` when the remote has no such branch yet."""
+        refspec = f"+refs/heads/{branch}:refs/remotes/{self.remote}/{branch}"
+        ok, detail = self._over_network(
+            "fetch", "-q", "--no-tags", "--no-write-fetch-head", self.remote, refspec
+        )
+        if not ok:
+            if any(m in detail for m in _NO_BRANCH):
+                return None
+            raise GitError(
+                f"could not fetch from {self.remote!r}: {detail}; check the network and the remote"
+            )
+        return self._rev(f"refs/remotes/{self.remote}/{branch}")
+
+    def _merge(self, incoming: str | None, report: SyncReport) -> bool:
+        """Merge ``incoming`` into HEAD; False when a file changed under the merge (retry)."""
+        head = self._rev("HEAD")
+        if incoming is None or head is None or self._is_ancestor(incoming, head):
+            return True
+        git_dir = self.repo.git_dir
+        clear_records(records_path(git_dir))
+        write_marker(git_dir, Marker(head, incoming))
+        self.checkpoint("marked")
+        label = f"{self.remote}/{report.branch}"
+        if self._is_ancestor(head, incoming):
+            result = self.repo.run("merge", "-q", "--ff-only", incoming, check=False)
+            fast_forward = True
+        else:
+            with notes_left_unmerged(git_dir):  # ``conclude`` merges them, all in this process
+                result = self.repo.run(
+                    "merge", "-q", "--no-ff", "--no-commit", "--no-edit", incoming, check=False
+                )
+            fast_forward = False
+        self.checkpoint("merged")
+        if result.returncode != 0 and not (git_dir / "MERGE_HEAD").exists():
+            clear_marker(git_dir)
+            detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            if any(m in detail for m in _DIRTY):
+                return False
+            if "unrelated histories" in detail:
+                raise GitError(
+                    f"{label} shares no history with this vault: a vault joins a remote by "
+                    "`vaultmem clone URL PATH`, not by adding the remote to another vault"
+                )
+            raise GitError(f"git could not merge {label}: {detail}")
+        if not fast_forward:
+            done = conclude(self.repo, label, self.checkpoint)
+            self.checkpoint("concluded")
+            report.merge_commit = done.commit
+            report.merged += done.described
+            report.conflict_files += done.conflict_files
+            report.renamed += done.renamed
+            report.errors += done.errors
+        report.fast_forward = report.fast_forward or fast_forward
+        clear_marker(git_dir)
+        report.incoming += self._changed(head, "HEAD")
+        return True
+
+    def _changed(self, old: str, new: str) -> list[ChangedPath]:
+        out = self.repo.git("diff", "--name-status", "--no-renames", "-z", old, new, "--").split("\0")
+        kinds: dict[str, Literal["added", "modified", "deleted"]] = {"A": "added", "D": "deleted"}
+        return [
+            ChangedPath(path, kinds.get(status[:1], "modified"))
+            for status, path in zip(out[0::2], out[1::2], strict=False)
+            if path
+        ]
+
+    def _push(self, report: SyncReport) -> bool:
+        """Push HEAD; False when the remote moved meanwhile (fetch and merge again)."""
+        tracking = self._rev(self.tracking_ref)
+        if tracking is not None and self._is_ancestor("HEAD", tracking):
+            return True  # nothing here the remote lacks
+        span = f"{tracking}..HEAD" if tracking else "HEAD"
+        ahead = int(self.repo.git("rev-list", "--count", span).strip() or 0)
+        if tracking:
+            outgoing = self.repo.git("diff", "--name-only", "-z", tracking, "HEAD", "--").split("\0")
+        else:
+            outgoing = self.repo.git("ls-tree", "-r", "--name-only", "-z", "HEAD").split("\0")
+        self.checkpoint("pushing")
+        ok, detail = self._over_network("push", "-q", self.remote, f"HEAD:refs/heads/{report.branch}")
+        if not ok:
+            if any(m in detail for m in _REJECTED):
+                return False
+            raise GitError(f"could not push to {self.remote!r}: {detail}; check the network and the remote")
+        self.checkpoint("pushed")
+        report.pushed_commits += ahead
+        report.outgoing = sorted({*report.outgoing, *(p for p in outgoing if p)})
+        return True
+
+
+def clone_vault(url: str, path: Path, *, git_dir: Path | None = None, remote: str = "origin") -> GitRepo:
+    """Make a vault on this machine from a remote (``vaultmem clone URL PATH [--git-dir DIR]``).
+
+    The note merge driver is configured; an empty remote gets the vault template as the first
+    commit, pushed by the first sync.
+    """
+    path = path.expanduser().resolve()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise VaultError(f"{path} exists and is not an empty folder; clone into a new folder")
+    args = ["git", "clone", "-q", "--origin", remote]
+    if git_dir is not None:
+        git_dir = git_dir.expanduser().resolve()
+        if git_dir == path or path in git_dir.parents:
+            raise VaultError(f"--git-dir {git_dir} must be outside the vault {path}")
+        git_dir.parent.mkdir(parents=True, exist_ok=True)
+        args += ["--separate-git-dir", str(git_dir)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    probe = GitRepo(path.parent)
+    result = probe.run(*args[1:], "--", url, str(path), check=False, env=remote_env(), timeout=3600)
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"could not clone {url}: {detail}; check the address, the network and your access")
+    repo = GitRepo(path)
+    if repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).returncode != 0:
+        repo.git("symbolic-ref", "HEAD", "refs/heads/main")  # an empty remote: start its main branch
+        init_vault(path)
+    if configure(repo):
+        repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
+    return repo
