@@ -233,7 +233,27 @@ async def _ask(url: str, token: str, queries: Sequence[Query], run: DaemonRun) -
             run.rankings[q.id] = [hit["id"] for hit in result["results"]]
 
 
-async def _drive(url: str, token: str, load: Load, run: DaemonRun) -> None:
+class Spy:
+    """``py-spy record`` of the daemon (a dev tool: ``pip install py-spy``), started when the
+    questions start; writes a speedscope profile."""
+
+    def __init__(self, pid: int, stem: Path) -> None:
+        self.pid, self.stem = pid, stem
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        spy = str(Path(sys.executable).with_name("py-spy"))
+        self.stem.parent.mkdir(parents=True, exist_ok=True)
+        args = [spy, "record", "--pid", str(self.pid), "--rate", "200", "--idle", "--threads"]
+        args += ["--format", "speedscope", "--output", f"{self.stem}.speedscope.json"]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.wait(timeout=120)  # py-spy stops when the daemon exits
+
+
+async def _drive(url: str, token: str, load: Load, run: DaemonRun, spy: Spy | None = None) -> None:
     started = time.perf_counter()
     for phase in load.phases:
         async with anyio.create_task_group() as group:
@@ -241,11 +261,15 @@ async def _drive(url: str, token: str, load: Load, run: DaemonRun) -> None:
                 group.start_soon(_write_rows, url, token, rows, run)
     run.load_s = time.perf_counter() - started
     run.loadavg["after_load"] = os.getloadavg()[0]
+    if spy is not None:
+        spy.start()
     await _ask(url, token, load.dataset.queries, run)
     run.loadavg["after_search"] = os.getloadavg()[0]
 
 
-def through_daemon(load: Load, workdir: Path, cache: CachedEmbedder | None) -> DaemonRun:
+def through_daemon(
+    load: Load, workdir: Path, cache: CachedEmbedder | None, *, profile: bool = False
+) -> DaemonRun:
     """Load ``load`` into a fresh vault through a real daemon, ask its questions, stop it."""
     vault = uncapped_vault(workdir)
     run = DaemonRun(vault)
@@ -255,10 +279,14 @@ def through_daemon(load: Load, workdir: Path, cache: CachedEmbedder | None) -> D
         print(f"{load.name}: seeded {seeded}/{len(texts)} embeddings from the cache", file=sys.stderr)
     run.loadavg["before"] = os.getloadavg()[0]
     daemon = Serve(vault, workdir / "config")
+    stem = OUT / f"profile-{load.name.replace('/', '-').replace(' ', '-')}"
+    spy = Spy(daemon.process.pid, stem) if profile else None
     try:
-        anyio.run(_drive, daemon.url, daemon.token, load, run)
+        anyio.run(_drive, daemon.url, daemon.token, load, run, spy)
     finally:
         daemon.stop()
+        if spy is not None:
+            spy.stop()
     print(
         f"{load.name}: {sum(map(len, run.stands_for.values()))} appends -> {len(run.stands_for)} notes "
         f"in {run.load_s:.0f} s; {len(run.rankings)} searches",
@@ -314,8 +342,10 @@ def _ms_summary(samples: list[float]) -> dict[str, float]:
     return {"p50": round(pct(samples, 50), 1), "p95": round(pct(samples, 95), 1)}
 
 
-def measure(load: Load, workdir: Path, cache: CachedEmbedder | None, embedder: Embedder) -> dict[str, Any]:
-    run = through_daemon(load, workdir, cache)
+def measure(
+    load: Load, workdir: Path, cache: CachedEmbedder | None, embedder: Embedder, *, profile: bool = False
+) -> dict[str, Any]:
+    run = through_daemon(load, workdir, cache, profile=profile)
     legs = legs_on_built_index(run, load.dataset, embedder)
     rankings = {"memory_search (MCP)": run.rankings, **legs["rankings"]}
     scores = {name: evaluate_notes(r, run.stands_for, load.dataset) for name, r in rankings.items()}
@@ -507,6 +537,10 @@ def main() -> None:
     parser.add_argument(
         "--conversations", type=int, help="only the first N LoCoMo conversations (a quick check)"
     )
+    parser.add_argument("--keep", type=Path, help="keep each load's vault under this new folder")
+    parser.add_argument(
+        "--profile", action="store_true", help="sample the daemon with py-spy while it answers"
+    )
     parser.add_argument(
         "--json", type=Path, default=OUT / "retrieval.json", help="where to write the figures"
     )
@@ -531,8 +565,13 @@ def main() -> None:
     report: dict[str, Any] = {"machine": machine(), "started": datetime.now(UTC).isoformat(), "loads": {}}
     for key in keys:
         load = plans[key]()
-        with tempfile.TemporaryDirectory(prefix="vaultmem-retrieval-") as tmp:
-            result = measure(load, Path(tmp), None if args.cold else cache, cache)
+        if args.keep:  # the vault and index stay for a closer look (benchmarks/search_time.py)
+            workdir = args.keep / key
+            workdir.mkdir(parents=True, exist_ok=False)
+            result = measure(load, workdir, None if args.cold else cache, cache, profile=args.profile)
+        else:
+            with tempfile.TemporaryDirectory(prefix="vaultmem-retrieval-") as tmp:
+                result = measure(load, Path(tmp), None if args.cold else cache, cache, profile=args.profile)
         report["loads"][load.name] = result
         print_load(result)
         sys.stdout.flush()
