@@ -118,6 +118,8 @@ def build_with_header(
     def with_header(base: str, r: NoteRecord, mode: str) -> str:
         if not mode or r.id not in around:
             return base
+        if mode == "title2":  # field weighting: the title counted twice
+            return base + "\n" + r.title
         prev, nxt = around[r.id]
         parts = {"prev": [prev], "next": [nxt], "both": [prev, nxt]}[mode]
         return base + "\n" + "\n".join(p for p in parts if p)
@@ -211,6 +213,7 @@ def hybrid(
     rm3: float = 0.0,
     radius: int = 1,
     decay: float = 0.5,
+    agg: str = "max",
 ) -> Ranker:
     """The shipped pipeline rebuilt from its parts, with switches for the ideas measured."""
     config = FusionConfig(bm25_weight=bm25_w, vector_weight=1 - bm25_w, context_weight=context_w)
@@ -231,21 +234,25 @@ def hybrid(
             adj_fn = _time_adjacency if adjacency == "time" else _writer_adjacency
             top = [x.id for x in fused[:expand]]
             have = {x.id for x in fused}
-            wanted = {n for ns in adj_fn(b, top).values() for n in ns if n not in have}
+            if adjacency == "writer":
+                near = {i: writer_neighbours(b, i, radius) for i in top}
+            else:
+                near = adj_fn(b, top)
+            wanted = {n for ns in near.values() for n in ns if n not in have}
             if wanted:
                 extra.update(b.index.mirror.similarities(sorted(wanted), c.qvec, f))
                 fused = fuse(bm25, c.vector, config, extra_similarities=extra)
             if radius == 1:
                 fused = propagate_context(fused, adj_fn(b, [x.id for x in fused]), context_w)
             else:
-                fused = propagate_radius(b, fused, context_w, radius, decay)
+                fused = propagate_radius(b, fused, context_w, radius, decay, agg)
         return [x.id for x in fused[:10]]
 
     return rank
 
 
 def propagate_radius(
-    b: Built, fused: list[FusedScore], weight: float, radius: int, decay: float
+    b: Built, fused: list[FusedScore], weight: float, radius: int, decay: float, agg: str = "max"
 ) -> list[FusedScore]:
     """Like propagate_context over the same writer's notes up to ``radius`` away, a neighbour at
     distance d lending ``decay ** (d - 1)`` of its score."""
@@ -258,7 +265,8 @@ def propagate_radius(
         for d in range(1, radius + 1):
             for m in (n - d, n + d):
                 if 0 <= m < len(seq) and seq[m] in own:
-                    lent = max(lent, own[seq[m]] * decay ** (d - 1))
+                    part = own[seq[m]] * decay ** (d - 1)
+                    lent = lent + part if agg == "sum" else max(lent, part)
         out.append(FusedScore(f.id, f.score + weight * lent, f.bm25, f.similarity, lent))
     out.sort(key=lambda f: (-f.score, f.id))
     return out
@@ -405,6 +413,9 @@ VARIANTS: dict[str, Ranker] = {
     "w-r2": hybrid(adjacency="writer", radius=2, expand=20),
     "w-r3": hybrid(adjacency="writer", radius=3, expand=20),
     "w-r2-d.7": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20),
+    "w-sum-r2": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, agg="sum"),
+    "w-sum-r3": hybrid(adjacency="writer", radius=3, decay=0.7, expand=20, agg="sum"),
+    "w-r2-d.7-c.4": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, context_w=0.4),
     "w-ctx.35": hybrid(adjacency="writer", context_w=0.35),
     "w-ctx.65": hybrid(adjacency="writer", context_w=0.65),
     "w-rm3-0.3": hybrid(adjacency="writer", rm3=0.3),
