@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vaultmem.index.chunking import (
+    WINDOW_WORDS,
     aggregate_max,
     aggregate_topk,
     chunk_texts,
@@ -54,7 +55,7 @@ def test_a_fact_after_the_600th_word_lands_in_a_chunk_of_its_own_window() -> Non
     chunks = chunk_texts("Ops notes", body)
     holding = [c for c in chunks if "rotates every ninety days" in c.text]
     assert holding, "the fact must be inside one window, not cut by a boundary"
-    assert all(len(c.text.split()) <= 151 + 1 for c in chunks)
+    assert all(len(c.text.split()) <= WINDOW_WORDS + 2 for c in chunks)
 
 
 def test_bad_window_settings_are_refused() -> None:
