@@ -106,10 +106,15 @@ def build_with_header(
 
     records, writer = stamp(dataset, order)
     by_writer: dict[tuple[str, str], list[NoteRecord]] = {}
+    by_time: dict[tuple[str, str], list[NoteRecord]] = {}
     for r in sorted(records, key=lambda r: (r.created, r.id)):
         by_writer.setdefault((r.project or "", writer[r.id]), []).append(r)
+        by_time.setdefault((r.project or "", ""), []).append(r)
+    # "prev@time": the neighbours by time in the project, whoever wrote them (no session known)
+    source = by_time if emb.endswith("@time") or bm25.endswith("@time") else by_writer
+    emb, bm25 = emb.removesuffix("@time"), bm25.removesuffix("@time")
     around: dict[str, tuple[str, str]] = {}
-    for seq in by_writer.values():
+    for seq in source.values():
         for n, r in enumerate(seq):
             prev = seq[n - 1].text.strip() if n > 0 else ""
             nxt = seq[n + 1].text.strip() if n + 1 < len(seq) else ""
@@ -128,7 +133,7 @@ def build_with_header(
     store_module.embedding_text = lambda r: with_header(orig_emb(r), r, emb)  # type: ignore[assignment]
     store_module.search_text = lambda r: with_header(orig_bm25(r), r, bm25)  # type: ignore[assignment]
     try:
-        tag = f"{order.replace(' ', '-')}-e{emb}-b{bm25}"
+        tag = f"{order.replace(' ', '-')}-e{emb}-b{bm25}-{len(source)}"
         index = NoteIndex.open(workdir / f"{dataset.name}-{tag}", cache)
         for start in range(0, len(records), 512):
             index.upsert(records[start : start + 512])
@@ -214,6 +219,7 @@ def hybrid(
     radius: int = 1,
     decay: float = 0.5,
     agg: str = "max",
+    min_pair_cos: float | None = None,
 ) -> Ranker:
     """The shipped pipeline rebuilt from its parts, with switches for the ideas measured."""
     config = FusionConfig(bm25_weight=bm25_w, vector_weight=1 - bm25_w, context_weight=context_w)
@@ -242,31 +248,48 @@ def hybrid(
             if wanted:
                 extra.update(b.index.mirror.similarities(sorted(wanted), c.qvec, f))
                 fused = fuse(bm25, c.vector, config, extra_similarities=extra)
-            if radius == 1:
+            if radius == 1 and min_pair_cos is None:
                 fused = propagate_context(fused, adj_fn(b, [x.id for x in fused]), context_w)
             else:
-                fused = propagate_radius(b, fused, context_w, radius, decay, agg)
+                fused = propagate_radius(b, fused, context_w, radius, decay, agg, min_pair_cos, adjacency)
         return [x.id for x in fused[:10]]
 
     return rank
 
 
 def propagate_radius(
-    b: Built, fused: list[FusedScore], weight: float, radius: int, decay: float, agg: str = "max"
+    b: Built,
+    fused: list[FusedScore],
+    weight: float,
+    radius: int,
+    decay: float,
+    agg: str = "max",
+    min_pair_cos: float | None = None,
+    adjacency: str = "writer",
 ) -> list[FusedScore]:
-    """Like propagate_context over the same writer's notes up to ``radius`` away, a neighbour at
-    distance d lending ``decay ** (d - 1)`` of its score."""
+    """Like propagate_context over notes up to ``radius`` away (same writer, or by time), a
+    neighbour at distance d lending ``decay ** (d - 1)`` of its score; with ``min_pair_cos`` only
+    neighbours at least that similar to the note lend anything."""
     own = {f.id: f.score for f in fused}
+    mirror = b.index.mirror
     out = []
     for f in fused:
-        key, n = _positions(b)[f.id]
-        seq = b.by_writer[key]
+        if adjacency == "writer":
+            key, n = _positions(b)[f.id]
+            seq = b.by_writer[key]
+            near = [(d, seq[m]) for d in range(1, radius + 1) for m in (n - d, n + d) if 0 <= m < len(seq)]
+        else:
+            near = [(1, x) for x in b.index.timeline.neighbours(f.id, 600.0)]
         lent = 0.0
-        for d in range(1, radius + 1):
-            for m in (n - d, n + d):
-                if 0 <= m < len(seq) and seq[m] in own:
-                    part = own[seq[m]] * decay ** (d - 1)
-                    lent = lent + part if agg == "sum" else max(lent, part)
+        for d, other in near:
+            if other not in own:
+                continue
+            if min_pair_cos is not None:
+                va, vb = mirror.vector(f.id), mirror.vector(other)
+                if va is None or vb is None or float(va @ vb) < min_pair_cos:
+                    continue
+            part = own[other] * decay ** (d - 1)
+            lent = lent + part if agg == "sum" else max(lent, part)
         out.append(FusedScore(f.id, f.score + weight * lent, f.bm25, f.similarity, lent))
     out.sort(key=lambda f: (-f.score, f.id))
     return out
@@ -416,6 +439,10 @@ VARIANTS: dict[str, Ranker] = {
     "w-sum-r2": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, agg="sum"),
     "w-sum-r3": hybrid(adjacency="writer", radius=3, decay=0.7, expand=20, agg="sum"),
     "w-r2-d.7-c.4": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, context_w=0.4),
+    "gate.1": hybrid(min_pair_cos=0.1),
+    "gate.2": hybrid(min_pair_cos=0.2),
+    "w-r2-d.7-gate.1": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, min_pair_cos=0.1),
+    "w-r2-d.7-gate.2": hybrid(adjacency="writer", radius=2, decay=0.7, expand=20, min_pair_cos=0.2),
     "w-ctx.35": hybrid(adjacency="writer", context_w=0.35),
     "w-ctx.65": hybrid(adjacency="writer", context_w=0.65),
     "w-rm3-0.3": hybrid(adjacency="writer", rm3=0.3),

@@ -10,7 +10,7 @@ Everything here is pure (texts in, texts and numbers out) so the seam onto the i
 the index embeds :func:`chunk_texts` of a note through its content-hash keyed embedding cache
 (a re-index embeds nothing unchanged) and keeps one vector per chunk beside the note's.
 Words stand in for word pieces at :data:`PIECES_PER_WORD` (measured with the MiniLM tokenizer on
-SciFact's abstracts: 1.57; chat turns run lower), so a window of :data:`WINDOW_WORDS` and a title
+5,183 scientific abstracts: 1.57; chat turns run lower), so a window of :data:`WINDOW_WORDS` and a title
 stay under the model's limit; a window that runs over loses a few words the overlap repeats.
 """
 
@@ -34,7 +34,7 @@ __all__ = [
     "split_windows",
 ]
 
-#: Word pieces per whitespace word (MiniLM's tokenizer, SciFact abstracts: 1.57).
+#: Word pieces per whitespace word (MiniLM's tokenizer on scientific abstracts: 1.57).
 PIECES_PER_WORD = 1.6
 #: Words per window: ~225 word pieces, leaving room for the title header under 256.
 WINDOW_WORDS = 140
