@@ -12,7 +12,7 @@ other candidates:
   suffix stem) that the hit contains, weighted by word length as a stand-in for rarity
   (:func:`lexical_coverage`), calibrated between ``lexical_floor`` and 1.
 
-``confidence = max(semantic, lexical)`` of the best hit; a hit's score is
+``confidence`` (:func:`confidence`) of the best hit; a hit's score is
 ``confidence * fused / best fused`` (the best hit scores its confidence, the order is the
 ranking's). What the floors are and what a score of 0.5 means is measured by
 ``benchmarks/calibrate.py`` and written in ``docs/benchmarks.md``.
@@ -40,14 +40,22 @@ STOP_WORDS = frozenset(
         "you your yours"
     ).split()
 )
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "edly", "ed", "es", "ly", "s")
 
 
 def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
+    """A light English stem: plural and -ing/-ed endings and a final e go (``certificates`` and
+    ``certificate``, ``rotated`` and ``rotate`` meet); enough to match a query word to a note's."""
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 4 and word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def content_terms(text: str) -> set[str]:
@@ -76,11 +84,18 @@ class ScoreCalibration:
 
 
 def confidence(similarity: float | None, coverage: float, calibration: ScoreCalibration) -> float:
-    """How sure the best hit is a match, in [0, 1]: the stronger of its two kinds of evidence."""
+    """How sure the best hit is a match, in [0, 1].
+
+    Lexical evidence counts on its own (a query whose words a note holds, weighted by length,
+    past ``lexical_floor``); semantic evidence counts half when the note shares none of the
+    query's words and fully when it shares them all (``semantic * (1 + coverage) / 2``): a short
+    query reaches a calibrated cosine of ~0.4 against an unrelated note ("when do deploys happen"
+    against a note about booked train tickets), a paraphrase of a note's fact reaches 1.
+    """
     semantic = 0.0 if similarity is None else calibrate_relevance(similarity, calibration.semantic)
     span = 1.0 - calibration.lexical_floor
     lexical = clamp01((coverage - calibration.lexical_floor) / span) if span > 0 else 0.0
-    return max(semantic, lexical)
+    return max(lexical, semantic * (1.0 + clamp01(coverage)) / 2.0)
 
 
 def scaled_scores(fused: Sequence[float], best_confidence: float) -> list[float]:
