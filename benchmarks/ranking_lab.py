@@ -126,6 +126,10 @@ def build_with_header(
         if mode == "title2":  # field weighting: the title counted twice
             return base + "\n" + r.title
         prev, nxt = around[r.id]
+        if mode == "short-prev":  # only a short note gets a header, of at most 60 words
+            if len(r.text.split()) >= 100:
+                return base
+            prev, mode = " ".join(prev.split()[:60]), "prev"
         parts = {"prev": [prev], "next": [nxt], "both": [prev, nxt]}[mode]
         return base + "\n" + "\n".join(p for p in parts if p)
 

@@ -357,6 +357,9 @@ def measure(
         "append_ms": _ms_summary(run.append_ms),
         "search_ms": _ms_summary(run.search_ms),
         "search_mean_ms": round(statistics.fmean(run.search_ms), 1),
+        # the first and last 100 questions: what a fold or compaction after the load changes
+        "search_first100_ms": _ms_summary(run.search_ms[:100]),
+        "search_last100_ms": _ms_summary(run.search_ms[-100:]),
         "loadavg": {k: round(v, 2) for k, v in run.loadavg.items()},
         "unindexed_rows_after_stop": legs["unindexed_rows_after_stop"],
         "mcp_rankings_reproduced_in_process": f"{legs['mcp_reproduced']}/{len(load.dataset.queries)}",
@@ -369,7 +372,9 @@ def print_load(result: dict[str, Any]) -> None:
     print(
         f"\n{name}: {result['rows']} rows -> {result['notes']} notes in {result['load_s']} s "
         f"(append p50 {result['append_ms']['p50']} ms); memory_search through MCP p50 "
-        f"{result['search_ms']['p50']} ms, p95 {result['search_ms']['p95']} ms; load average "
+        f"{result['search_ms']['p50']} ms, p95 {result['search_ms']['p95']} ms (first 100 p50 "
+        f"{result['search_first100_ms']['p50']}, last 100 {result['search_last100_ms']['p50']}); "
+        "load average "
         f"{result['loadavg']}; FTS rows unindexed after stop {result['unindexed_rows_after_stop']}; "
         f"in-process gated hybrid = MCP ranking for {result['mcp_rankings_reproduced_in_process']}\n"
     )

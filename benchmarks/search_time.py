@@ -95,6 +95,42 @@ async def mcp_times(url: str, token: str, queries: list[str], project: str) -> d
     return samples
 
 
+def bm25_states(index_dir: Path, texts: list[str], project: str) -> None:
+    """The BM25 leg alone as the load left the index, after folding its lagging rows, and after
+    compacting its fragments too (each state: fragments, FTS segments, unindexed rows)."""
+    import lance
+
+    from vaultmem.index.compaction import compact_table, fold_indices, unindexed_rows
+    from vaultmem.index.search import run_async
+
+    table_path = index_dir / "lancedb" / "notes.lance"
+    where = SearchFilters(project=project).to_sql()
+
+    def probe(label: str, part: list[str]) -> None:
+        ds = lance.dataset(str(table_path))
+        fts = next(i for i in ds.describe_indices() if i.name == "search_text_idx")
+        index = NoteIndex.open(index_dir, OnnxEmbedder())
+        table = index.async_notes_table
+        samples: list[float] = []
+        for q in part:
+            query = table.query().nearest_to_text(q, columns="search_text").where(where)
+            started = time.perf_counter()
+            run_async(query.select(["id", "_score"]).limit(50).to_arrow())
+            samples.append((time.perf_counter() - started) * 1000)
+        index.close()
+        print(
+            f"| {label}: {len(ds.get_fragments())} fragments, {len(fts.segments)} FTS segment(s), "
+            f"{unindexed_rows(ds)} rows unindexed | {pct(samples, 50):.2f} | {pct(samples, 95):.2f} |"
+        )
+
+    print("| BM25 leg alone | p50 ms | p95 ms |\n|---|---|---|")
+    probe("as the load left it", texts[:100])
+    fold_indices(table_path, fold=True)
+    probe("after folding the lagging rows", texts[100:200])
+    compact_table(table_path)
+    probe("after compacting too", texts[200:300])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -102,9 +138,13 @@ def main() -> None:
     parser.add_argument("kept", type=Path, help="a folder --keep left (holds vault/)")
     parser.add_argument("--project", default="scifact")
     parser.add_argument("--queries", type=int, default=150)
+    parser.add_argument("--states", action="store_true", help="only the BM25 leg before/after fold/compact")
     args = parser.parse_args()
     vault = args.kept / "vault"
     texts = [q.text for q in load_scifact().queries]
+    if args.states:
+        bm25_states(vault / ".vaultmem" / "index", texts, args.project)
+        return
     first, second, third = (
         texts[: args.queries],
         texts[args.queries : 2 * args.queries],
