@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -176,37 +175,19 @@ def _seed_embedding_cache(state_index: Path, texts: Sequence[str], cache: Cached
 
 
 class Serve:
-    """``vaultmem serve --vault V --port 0`` as a subprocess; its URL and token from its banner."""
+    """``vaultmem serve --vault V --port 0`` as a subprocess with the real model (the reliability
+    suite's ``ServeProcess``); its URL from the banner, its token from the file the banner names."""
 
     def __init__(self, vault: Path, config_home: Path) -> None:
-        from mcp_harness import Lines, stdio_env
+        from reliability._support import ServeProcess
 
-        env = stdio_env(XDG_CONFIG_HOME=str(config_home))
-        self.process = subprocess.Popen(
-            [VAULTMEM, "serve", "--vault", str(vault), "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        assert self.process.stdout is not None
-        self.output = Lines(self.process.stdout)
-        self.url = self.output.until(r"MCP URL:\s+(\S+)", timeout=600).group(1)
-        self.token = self.output.until(r"token:\s+(\S+)").group(1)
-        self.output.until(r"Stop with Ctrl-C")
+        self.daemon = ServeProcess(vault, config_home, fake_embedder=False)
+        self.process = self.daemon.process
+        self.url, self.token = self.daemon.url, self.daemon.token
 
     def stop(self) -> None:
         """SIGTERM, as a supervisor stops it; every acknowledged write is committed first."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        self.output.thread.join(timeout=30)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+        self.daemon.stop(timeout=300)
 
 
 async def _write_rows(url: str, token: str, rows: list[NoteRecord], run: DaemonRun) -> None:
