@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieval import CachedEmbedder, load_locomo, load_scifact
+from _bench_data import CachedEmbedder, load_locomo, load_scifact
 
 from vaultmem.index.embedder import OnnxEmbedder
 from vaultmem.index.records import embedding_text
@@ -102,5 +102,72 @@ def main() -> None:
         )
 
 
+def score_floors() -> None:
+    """The cross-query score (``vaultmem/index/calibration.py``): the best hit's confidence for
+    the unrelated queries against every LoCoMo turn and SciFact abstract (scope all), and for the
+    benchmark questions (scoped as the protocol asks) whose top hit is relevant or not."""
+    import tempfile
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage
+    from vaultmem.index.records import SearchFilters
+    from vaultmem.index.store import NoteIndex
+
+    locomo_set, scifact_set = load_locomo(), load_scifact()
+    base = datetime(2026, 12, 1, tzinfo=UTC)
+    notes = [
+        replace(n, created=(base + timedelta(seconds=i)).isoformat())
+        for i, n in enumerate(locomo_set.notes + scifact_set.notes)
+    ]
+    embedder = CachedEmbedder(OnnxEmbedder())
+    calibration = ScoreCalibration()
+    with tempfile.TemporaryDirectory(prefix="vaultmem-calibrate-") as tmp:
+        index = NoteIndex.open(Path(tmp), embedder)
+        for start in range(0, len(notes), 512):
+            index.upsert(notes[start : start + 512])
+        index.maintenance()
+
+        def best(query: str, project: str | None) -> tuple[str | None, float | None, float, float]:
+            filters = SearchFilters(project=project)
+            hits = index.searcher.search(query, filters, 10, min_relevance=0).hits
+            if not hits:
+                return None, None, 0.0, 0.0
+            top = hits[0]
+            vector = index.searcher.embed_query(query)
+            sim = index.mirror.similarities([top.record.id], vector, filters).get(top.record.id)
+            cov = lexical_coverage(query, f"{top.record.title}\n{top.record.text}")
+            return top.record.id, sim, cov, confidence(sim, cov, calibration)
+
+        unrelated = [*UNRELATED_QUERIES, "when do deploys happen"]
+        found = [best(q, None) for q in unrelated]
+        confs = [c for *_, c in found]
+        print(f"\ncross-query score, {len(unrelated)} unrelated queries (scope all, 11k notes):")
+        print(
+            f"  best hit confidence p50 {statistics.median(confs):.3f}  max {max(confs):.3f}; "
+            f"coverage max {max(c for _, _, c, _ in found):.3f}; "
+            f"cosine max {max(s or 0 for _, s, _, _ in found):.3f}"
+        )
+        for q, (_, s, c, conf) in zip(unrelated, found, strict=True):
+            if conf >= 0.2:
+                print(f"    {conf:.3f} (cosine {s or 0:.3f}, coverage {c:.3f}): {q}")
+        for dataset in (locomo_set, scifact_set):
+            rel, irrel = [], []
+            for q in dataset.queries:
+                top, _, _, conf = best(q.text, q.project)
+                (rel if top in dataset.qrels[q.id] else irrel).append(conf)
+            for label, values in (("top hit relevant", rel), ("top hit not relevant", irrel)):
+                if values:
+                    below = sum(v < calibration.semantic.min_relevance for v in values)
+                    print(
+                        f"  {dataset.name} {label} ({len(values)}): p5 {pct(values, 5):.3f}  "
+                        f"p10 {pct(values, 10):.3f}  p50 {pct(values, 50):.3f}; below the gate "
+                        f"{calibration.semantic.min_relevance}: {below}"
+                    )
+        index.close()
+        embedder.save()
+
+
 if __name__ == "__main__":
     main()
+    score_floors()

@@ -25,11 +25,14 @@ VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
 
 class ServeProcess:
-    """``vaultmem serve`` on a free loopback port, with the fake embedder (instant start)."""
+    """``vaultmem serve`` on a free loopback port, with the fake embedder (instant start) unless
+    ``fake_embedder`` is False (the benchmarks run the real model)."""
 
-    def __init__(self, vault: Path, config_home: Path, *extra: str) -> None:
+    def __init__(self, vault: Path, config_home: Path, *extra: str, fake_embedder: bool = True) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-        env.update(XDG_CONFIG_HOME=str(config_home), VAULTMEM_EMBEDDER="fake")
+        env.update(XDG_CONFIG_HOME=str(config_home))
+        if fake_embedder:
+            env["VAULTMEM_EMBEDDER"] = "fake"
         self.process = subprocess.Popen(
             [VAULTMEM, "serve", "--vault", str(vault), "--port", "0", *extra],
             stdout=subprocess.PIPE,

@@ -78,6 +78,11 @@ _CLEANUP_AFTER = timedelta(minutes=2)
 _CLEANUP_EVERY = 30.0
 #: Tries of one LanceDB write before it is logged and left to the next reconcile.
 _WRITE_ATTEMPTS = 4
+#: Seconds without index writes after which rows still outside the full-text index are folded in
+#: (when enough lag: :func:`~vaultmem.index.compaction.should_fold`). Maintenance otherwise runs
+#: every ``maintenance_threshold`` write batches, so the tail of a bulk load stayed unindexed and
+#: every search scanned it (121 long abstracts left so: BM25 leg 18 ms p50 instead of 4.4).
+QUIET_FOLD_S = 1.0
 #: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
 _TABLES = ("notes", "embeddings", "edges")
 
@@ -118,6 +123,7 @@ class NoteIndex:
         self._warmup: threading.Thread | None = None  # the model loading, joined by close()
         self._maintenance_threshold = maintenance_threshold
         self._pending_writes = 0
+        self._quiet_timer: threading.Timer | None = None
         self._last_cleanup = 0.0  # time.monotonic() of the last background run that pruned versions
         self._pending_cache: dict[str, npt.NDArray[np.float32]] = {}
         self._cached_hashes: set[str] | None = None
@@ -373,6 +379,33 @@ class NoteIndex:
             due = self._pending_writes >= self._maintenance_threshold
         if due:
             self.maintenance(background=True, fold=None)
+        elif self._pending_writes:
+            self._arm_quiet_fold()
+
+    def _arm_quiet_fold(self) -> None:
+        """(Re)start the timer that folds lagging rows in once writes pause (:data:`QUIET_FOLD_S`)."""
+        timer = self._quiet_timer
+        if timer is not None:
+            timer.cancel()
+        timer = threading.Timer(QUIET_FOLD_S, self._quiet_fold)
+        timer.name = "vaultmem-index-quiet-fold"
+        timer.daemon = True
+        self._quiet_timer = timer
+        timer.start()
+
+    def _quiet_fold(self) -> None:
+        if self._closed or not self._pending_writes:
+            return  # closing, or a maintenance run started since the last write
+        if not self._writes.idle:
+            return  # writes resumed; the next batch re-arms the timer
+        thread = self._maintenance_thread
+        if thread is not None and thread.is_alive():
+            self._arm_quiet_fold()  # folds what arrived during the run once it is over
+            return
+        try:
+            self.maintain_if_behind()
+        except IndexError_ as exc:
+            log.debug("folding lagging rows after writes paused gave up: %s", exc)
 
     def _guarded(self, action: str, apply: Any, arg: Any) -> None:
         """Run one write, retried a few times: a commit can lose a race to a background
@@ -732,6 +765,9 @@ class NoteIndex:
         if self._closed:
             return
         self._closed = True
+        timer = self._quiet_timer
+        if timer is not None:
+            timer.cancel()
         self._writes.close()
         self.wait_for_maintenance()
         if self._warmup is not None:
