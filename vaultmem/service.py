@@ -433,6 +433,20 @@ class VaultService:
         self._generation = value
 
     # -- planning each kind of write ----------------------------------------------------------
+    def name_taken(self, directory: str, slug: str) -> bool:
+        """Whether a new note in ``directory`` may not be called ``slug``: a note, or a write in
+        flight, already has that file name in that folder *or anywhere else in the vault*
+        (compared case-insensitively). Names are kept unique vault-wide so that a bare
+        ``[[slug]]`` link, Obsidian's shortest form, never becomes ambiguous because vaultmem
+        wrote a note (call with the write lock held)."""
+        if self.catalog.name_taken(directory, slug) or self.catalog.resolve_link(slug) is not None:
+            return True
+        name = f"{slug}.md".lower()
+        return any(
+            key.startswith("path:") and key.lower().rsplit("/", 1)[-1].removeprefix("path:") == name
+            for key in self._inflight
+        )
+
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:
         for entry in self.catalog.with_fingerprint(fingerprint(content)):
             if entry.status in statuses and not entry.always_load and entry.id:
@@ -514,7 +528,7 @@ class VaultService:
         note_id = uuid7()
         slug = resolve_collision(
             slug_base,
-            lambda s: self.catalog.name_taken(directory, s) or f"path:{directory}/{s}.md" in self._inflight,
+            lambda s: self.name_taken(directory, s),
             meaningful_words(*(grow_from if grow_from is not None else (title, content))),
             hash_source=note_id,
         )

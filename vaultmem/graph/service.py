@@ -231,11 +231,7 @@ class GraphStore:
         note_id = uuid7()
         slug = resolve_collision(
             make_slug(row["title"]),
-            lambda s: (
-                self.service.catalog.name_taken(directory, s)
-                or draft.reserved(f"{directory}/{s}.md")
-                or f"path:{directory}/{s}.md" in self.service._inflight
-            ),
+            lambda s: self.service.name_taken(directory, s) or draft.reserved_name(s),
             meaningful_words(row["title"], row["content"]),
             hash_source=note_id,
         )
