@@ -56,3 +56,20 @@ def test_a_non_latin_title_gives_a_transliterated_file_name(
     # A name already taken grows by the next meaningful word of the note (the collision rule).
     assert captured["slug"].startswith(f"{slug}-") and created["slug"].startswith(f"{slug}-")
     assert len({appended["slug"], captured["slug"], created["slug"]}) == 3
+
+
+# -- item 15: an oversized list is refused by its count, before its items are read ----------------
+
+
+def test_an_oversized_tag_list_is_refused_by_its_count_before_any_tag_is_read(wire: Wire) -> None:
+    """Issue 13 item 15: 20,000 tags cost 11 s of CPU (a quadratic de-duplication) before the 50-tag
+    limit refused them. The count is checked first: a list whose 20,000th tag is malformed, or that
+    repeats one tag 20,000 times, is refused for its length, naming the limit and where it is set."""
+    lists = {"malformed last": [f"t{i}" for i in range(19_999)] + ["not a tag"], "repeats": ["t"] * 20_000}
+    for tags in lists.values():
+        message, _ = wire.error("memory_append", content="x", kind="fix", tags=tags)
+        assert "20000 tags given; the limit is 50" in message and "limits.max_tags" in message
+        message, error = wire.error("memory_store", action="create", content="x", tags=tags)
+        assert "20000 tags given" in message and error is not None and error["statusCode"] == 400
+        captured = memory(wire, "memory_capture", content="x", tags=tags)
+        assert captured["success"] is False and "20000 tags given" in captured["error"]
