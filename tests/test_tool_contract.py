@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import note_files
+from conftest import note_files, snapshot, write_vault_contract
 from graph_wire import Wire
 from mcp_harness import running_daemon, structured
 
@@ -73,3 +73,33 @@ def test_an_oversized_tag_list_is_refused_by_its_count_before_any_tag_is_read(wi
         assert "20000 tags given" in message and error is not None and error["statusCode"] == 400
         captured = memory(wire, "memory_capture", content="x", tags=tags)
         assert captured["success"] is False and "20000 tags given" in captured["error"]
+
+
+# -- item 19: class directories vaultmem never reads ----------------------------------------------
+
+
+@pytest.mark.parametrize("folder", [".obsidian", ".git/hooks", ".vaultmem", "memory/.hidden", "node_modules"])
+def test_a_contract_filing_into_a_folder_vaultmem_never_reads_refuses_every_write(
+    wire: Wire, vault: Path, folder: str
+) -> None:
+    """Issue 13 item 19: `dir: .obsidian` was accepted (the note written, never indexed, and into the
+    folder vaultmem promises never to write), `.git/hooks` wrote into git, `.vaultmem` into the state
+    directory. The refusal names the file and the key; nothing is written anywhere."""
+    write_vault_contract(vault, lambda text: text.replace("dir: memory/episodic,", f"dir: {folder},", 1))
+    before, markdown = snapshot(vault), sorted(vault.rglob("*.md"))  # hidden folders included
+    message, _ = wire.error("memory_append", content="a fix worth keeping", kind="fix")
+    assert str(vault / "filing.yaml") in message and "kinds/" in message and folder.split("/")[0] in message
+    assert memory(wire, "memory_capture", content="a capture")["success"] is False
+    message, _ = wire.error("memory_store", action="create", content="x", kind="fix")
+    assert "filing.yaml" in message
+    assert snapshot(vault) == before and sorted(vault.rglob("*.md")) == markdown
+
+
+def test_a_contract_filing_into_a_configured_state_directory_is_refused(vault: Path, tmp_path: Path) -> None:
+    """Item 19: "inside the git or state directory" wherever they are, not only the default names: a
+    state directory configured as the vault's visible `state/` folder cannot be a class directory."""
+    write_vault_contract(vault, lambda text: text.replace("dir: memory/episodic,", "dir: state/notes,", 1))
+    with running_daemon(vault, tmp_path / "token", state_dir=vault / "state") as running:
+        message, _ = Wire(running).error("memory_append", content="a fix", kind="fix")
+    assert "kinds/" in message and str(vault / "state") in message and "filing.yaml" in message
+    assert not list((vault / "state").rglob("*.md"))

@@ -139,7 +139,10 @@ class VaultService:
         except OSError:
             stamp = ("shipped", 0, 0)
         if self._contract is None or self._contract[0] != stamp:
-            self._contract = (stamp, load_contract(self.layout.root))
+            contract = load_contract(self.layout.root)
+            # Also where this vault keeps git and its state (either may be configured elsewhere).
+            contract.check_directories(self.layout.root, [self.layout.state_dir, self.repo.git_dir])
+            self._contract = (stamp, contract)
         return self._contract[1]
 
     # -- reads ------------------------------------------------------------------------------
