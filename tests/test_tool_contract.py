@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from conftest import note_files, snapshot, write_vault_contract
-from graph_wire import Wire
+from graph_wire import Wire, flushed_commits
 from mcp_harness import running_daemon, structured
 
+from vaultmem.mcp.tools import TOOL_NAMES
 from vaultmem.notes.frontmatter import parse
 from vaultmem.server.daemon import Daemon
 
@@ -103,3 +104,82 @@ def test_a_contract_filing_into_a_configured_state_directory_is_refused(vault: P
         message, _ = Wire(running).error("memory_append", content="a fix", kind="fix")
     assert "kinds/" in message and str(vault / "state") in message and "filing.yaml" in message
     assert not list((vault / "state").rglob("*.md"))
+
+
+# -- item 14: arguments that do not fit a tool ------------------------------------------------------
+
+#: One call per tool whose arguments the tool's input schema refuses, the argument at fault, and a
+#: value the message must offer instead.
+MISFITS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("memory_search", {"query": "x", "scope": "everywhere"}, "scope", "global"),
+    ("memory_search", {"query": "x", "limit": 500}, "limit", "from 1 to 100"),
+    ("memory_append", {"content": "x"}, "kind", "required"),
+    ("memory_capture", {"content": 42}, "content", "text"),
+    ("memory_forget", {"id": ["not", "text"]}, "id", "text"),
+    ("memory_recall", {"action": "no_such_action"}, "action", "search, get, context"),
+    ("memory_recall", {"action": "search", "query": "x", "status": "banana"}, "status", "draft, active"),
+    ("memory_store", {"action": "link", "source_id": "a", "target_id": "b", "edge_type": "friend"},
+     "edge_type", "supports"),
+    ("memory_store", {"action": "create", "content": "x", "tags": ["ok", 3]}, "tags[1]", "text"),
+    ("memory_supersede", {"action": "archive", "confirm": "maybe"}, "confirm", "true or false"),
+    ("memory_manage", {"action": "rename"}, "action", "resolve"),
+    ("memory_reflect", {"action": "reflect", "wake_days": "soon"}, "wake_days", "whole number"),
+    ("memory_status", {"action": "vibes"}, "action", "frontier"),
+    ("memory_primers", {"action": "purge"}, "action", "delete"),
+    ("edge_review", {"action": "approve"}, "action", "apply_batch"),
+    ("retention_review", {"action": "list", "limit": "all"}, "limit", "whole number"),
+    ("memory_crystallize", {"action": "graph", "status": "alive"}, "status", "archived"),
+]  # fmt: skip
+
+
+def test_arguments_a_tool_schema_refuses_are_a_classified_400_naming_the_argument(wire: Wire) -> None:
+    """Issue 13 item 14: an unknown action, a bad enum value or a wrong type answered the SDK's raw
+    "Error executing tool ...: 1 validation error ..." with no statusCode. Wire envelope: a
+    classified failure mirrors {message, statusCode, retryable} (400 is not retryable); the message
+    names the argument and the values it allows. Every tool that takes arguments is covered."""
+    assert {tool for tool, *_ in MISFITS} == set(TOOL_NAMES) - {"memory_guide"}
+    for tool, arguments, argument, allowed in MISFITS:
+        message, error = wire.error(tool, **arguments)
+        assert error == {"message": message, "statusCode": 400, "retryable": False}, (tool, message)
+        assert argument in message and allowed in message, (tool, message)
+        assert "validation error" not in message and "Error executing tool" not in message
+
+
+def test_a_memory_tool_refusal_is_classified_too(wire: Wire) -> None:
+    """The four memory tools answer their own refusals in the same envelope: an unknown kind is a
+    400, an unknown id a 404 (no "Error executing tool" prefix)."""
+    message, error = wire.error("memory_append", content="x", kind="banana")
+    assert error == {"message": message, "statusCode": 400, "retryable": False}
+    assert message.startswith("kind 'banana' is not in the filing contract")
+    message, error = wire.error("memory_forget", id="01a22ad9-1ef8-7092-b2d8-c97e494c971d")
+    assert error is not None and error["statusCode"] == 404 and "no memory has id" in message
+
+
+def test_min_importance_is_bounded_to_0_1_like_the_other_scores(wire: Wire) -> None:
+    """Item 14: `min_importance: 1.5` was accepted (and matched nothing)."""
+    for argument in ("min_importance", "min_relevance", "recency_weight"):
+        message, error = wire.error("memory_recall", action="search", query="x", **{argument: 1.5})
+        assert error is not None and error["statusCode"] == 400
+        assert argument in message and "from 0 to 1" in message
+
+
+def test_a_reflect_with_nothing_to_record_is_refused_naming_what_it_needs(wire: Wire, daemon: Daemon) -> None:
+    """Item 14: `memory_reflect reflect` with nothing to record "succeeded" with every counter 0."""
+    before = flushed_commits(daemon)
+    for empty in ({}, {"goals_add": [], "decisions": []}):
+        message, error = wire.error("memory_reflect", action="reflect", **empty)
+        assert error is not None and error["statusCode"] == 400
+        for needed in ("summary", "goals_add", "goals_remove", "decisions", "pending"):
+            assert needed in message
+    assert flushed_commits(daemon) == before
+
+
+def test_a_bulk_create_row_without_content_fails_alone(wire: Wire) -> None:
+    """Item 14: a row lacking `content` raised a TypeError that refused the whole batch. It is that
+    row's failure (bulk_create: "{index, status: "failed", error}"); the other rows are created."""
+    rows = [{"content": "first row"}, {"title": "no content here"}, {"content": "third row"}]
+    answer = wire.store(action="bulk_create", thoughts=rows)
+    statuses = [(item["index"], item["status"]) for item in answer["items"]]
+    assert statuses == [(0, "created"), (1, "failed"), (2, "created")]
+    assert "content" in answer["items"][1]["error"]
+    assert answer["meta"]["counts"]["created"] == 2 and answer["meta"]["counts"]["failed"] == 1

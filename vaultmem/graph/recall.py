@@ -63,6 +63,8 @@ class SearchSpec:
                 raise InvalidInput(f"{name} must be one of {', '.join(MODES)}")
         if self.min_relevance is not None and not 0 <= self.min_relevance <= 1:
             raise InvalidInput("min_relevance is on the calibrated 0-1 scale; 0 turns the gate off")
+        if self.min_importance is not None and not 0 <= self.min_importance <= 1:
+            raise InvalidInput("min_importance must be between 0 and 1 (importance is a 0-1 score)")
         if not 0 <= self.recency_weight <= 1:
             raise InvalidInput("recency_weight must be between 0 and 1")
         if self.recency_half_life_days <= 0:

@@ -137,8 +137,8 @@ class GraphStore:
         checked: list[dict[str, Any] | str] = []
         for row in rows:
             try:
-                if not isinstance(row, dict):
-                    raise InvalidInput("each thought is an object with at least `content`")
+                if not isinstance(row, dict) or "content" not in row:
+                    raise InvalidInput("each thought is an object with at least `content` (its text)")
                 spec = NewThought(**{k: v for k, v in row.items() if k in NewThought.__dataclass_fields__})
                 unknown = sorted(set(row) - set(NewThought.__dataclass_fields__))
                 if unknown:
