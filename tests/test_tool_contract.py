@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import note_files, snapshot, write_vault_contract
+from conftest import hand_write, note_files, snapshot, write_vault_contract
 from graph_wire import Wire, flushed_commits
 from mcp_harness import running_daemon, structured
 
@@ -183,3 +183,105 @@ def test_a_bulk_create_row_without_content_fails_alone(wire: Wire) -> None:
     assert statuses == [(0, "created"), (1, "failed"), (2, "created")]
     assert "content" in answer["items"][1]["error"]
     assert answer["meta"]["counts"]["created"] == 2 and answer["meta"]["counts"]["failed"] == 1
+
+
+# -- item 3: a person's note without an `id:` key -----------------------------------------------
+
+PERSONS_NOTE = (
+    "---\ntitle: Kettle care\ntags: [home]\nmood: calm   # my own key\n---\n"
+    "Descale the kettle monthly.\n\n  Keep   this spacing.\n"
+)
+PLAIN_NOTE = "Water the basil\r\nevery second day.\r\n"
+
+
+def test_every_id_a_read_returns_for_a_persons_note_is_accepted_by_every_write(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Issue 13 item 3: search and recall returned a path-derived id for a note without `id:`,
+    update and archive accepted it, but memory_forget answered "no memory has id". Every write
+    tool that takes a thought's id accepts it; forgetting keeps the person's bytes."""
+    hand_write(vault, "memory/semantic/kettle-care.md", PERSONS_NOTE, commit=True)
+    hand_write(vault, "memory/semantic/basil.md", PLAIN_NOTE, commit=True)
+    hand_write(vault, "memory/semantic/teapot.md", "---\ntitle: Teapot\n---\nWarm the teapot first.\n")
+    with running_daemon(vault, tmp_path / "token") as running:
+        wire = Wire(running)
+        ids = {}
+        queries = (("descale kettle", "kettle-care"), ("water basil", "basil"), ("teapot", "teapot"))
+        for query, slug in queries:
+            [hit] = [h for h in memory(wire, "memory_search", query=query)["results"] if h["slug"] == slug]
+            recalled = wire.recall(action="search", query=query, fields=["id", "slug"])["items"]
+            assert hit["id"] in [i["thought"]["id"] for i in recalled]
+            ids[slug] = hit["id"]
+        kettle, basil, teapot = ids["kettle-care"], ids["basil"], ids["teapot"]
+        other = wire.create("A thought of the agent's", title="Agent thought")
+        # memory_store: update, link (either end), create with parent_id, retype, unlink.
+        wire.store(action="update", thought_id=teapot, tags=["tea"])
+        edge = wire.store(action="link", source_id=teapot, target_id=kettle, edge_type="related")["item"]
+        wire.store(action="link", source_id=other, target_id=teapot, edge_type="supports")
+        wire.store(action="create", content="child of the kettle note", parent_id=kettle)
+        retype = wire.store(action="retype", edge_id=edge["id"], new_type="references")["item"]
+        assert retype["status"] == "preview"
+        # memory_supersede, retention_review, memory_crystallize, edge_review, memory_status.
+        preview = wire.ok("memory_supersede", action="archive", thought_id=teapot)["item"]
+        assert preview["outcome"] == "would_archive"
+        merge = wire.ok("memory_supersede", action="merge", source_id=teapot, target_id=other)["item"]
+        assert merge["outcome"] == "would_merge"
+        assert wire.ok("retention_review", action="protect", thought_id=teapot)["item"]["protected"] is True
+        assert wire.ok("retention_review", action="delete", thought_id=basil)["item"]["status"] == "preview"
+        cluster = wire.ok("memory_crystallize", action="cluster", thought_ids=[kettle, teapot], title="Tea")
+        assert cluster["meta"]["counts"]["members"] == 2
+        wire.ok("edge_review", action="enqueue", thought_id=kettle)
+        assert wire.ok("memory_status", action="propose", thought_id=kettle)["item"]["thought_id"] == kettle
+        # memory_forget, last: the person's bytes stay.
+        for note_id in (kettle, basil):
+            assert memory(wire, "memory_forget", id=note_id, reason="stale") == {
+                "id": note_id, "status": "deleted", "already_deleted": False,
+            }  # fmt: skip
+        assert memory(wire, "memory_forget", id=basil)["already_deleted"] is True
+        found = memory(wire, "memory_search", query="descale kettle", include_deleted=True)["results"]
+        assert kettle in [h["id"] for h in found]
+    kept = (vault / "memory/semantic/kettle-care.md").read_text(encoding="utf-8")
+    meta = parse(kept).meta
+    assert meta["status"] == "deleted" and meta["delete_reason"] == "stale" and "id" not in meta
+    assert "mood: calm   # my own key\n" in kept
+    assert kept.endswith("---\nDescale the kettle monthly.\n\n  Keep   this spacing.\n")
+    assert (vault / "memory/semantic/basil.md").read_bytes().endswith(PLAIN_NOTE.encode("utf-8"))
+
+
+# -- item 12: a forgotten memory is left out of every answer -----------------------------------------
+
+
+def test_a_forgotten_memory_is_left_out_of_every_tool_even_asked_for_by_id(wire: Wire) -> None:
+    """Issue 13 item 12: memory_search with a forgotten note's full id, memory_recall get and a
+    full-UUID memory_recall search all returned it. Memory-tools document: "The server excludes the
+    entry from all tool responses. You must pass include_deleted: true to memory_search to see it"."""
+    gone = memory(wire, "memory_append", content="The old deploy key is in the safe.", kind="fix")["id"]
+    kept = wire.create("The new deploy key is in the vault.", title="New key")
+    wire.store(action="link", source_id=kept, target_id=gone, edge_type="replaces")
+    memory(wire, "memory_forget", id=gone)
+
+    assert memory(wire, "memory_search", query=gone)["results"] == []
+    shown = memory(wire, "memory_search", query=gone, include_deleted=True)["results"]
+    assert [h["id"] for h in shown] == [gone]
+    answer = wire.recall(action="search", query=gone)
+    assert gone not in str(answer["items"])
+    assert any("id_not_found" in w for w in answer["meta"]["warnings"])
+    for arguments in (
+        {"action": "get", "thought_id": gone},
+        {"action": "chain", "thought_id": gone},
+        {"action": "context", "thought_id": gone},
+    ):
+        message, error = wire.error("memory_recall", **arguments)
+        assert error is not None and error["statusCode"] == 404 and "forgotten" in message
+    for tool, arguments in (
+        ("memory_store", {"action": "update", "thought_id": gone, "content": "revived"}),
+        ("memory_store", {"action": "link", "source_id": gone, "target_id": kept}),
+        ("memory_crystallize", {"action": "cluster", "thought_ids": [gone, kept]}),
+    ):
+        _message, error = wire.error(tool, **arguments)
+        assert error is not None and error["statusCode"] == 404, (tool, arguments)
+    neighbours = wire.recall(action="get", thought_id=kept, include_edges=True)["item"]
+    assert neighbours["upstream"] == [] and neighbours["downstream"] == []
+    context = wire.recall(action="context", thought_id=kept)["item"]["chain"]
+    assert context == {"upstream": [], "downstream": []}
+    assert gone not in str(wire.ok("memory_crystallize", action="graph"))

@@ -156,7 +156,8 @@ def with_recency(
 def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:
     """Answer ``memory_search``: ``{results, total, cursor: null}``.
 
-    A full UUID returns that note whatever its status or project (an explicit reference); a hex
+    A full UUID returns that note whatever its status or project (an explicit reference), except a
+    forgotten one without ``include_deleted``; a hex
     prefix of at least 13 digits is a timestamp window that honours the scope; an id-shaped query
     that addresses nothing falls back to the ordinary search for the same text.
     """
@@ -165,7 +166,9 @@ def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:
     query = req.query.strip()
     if is_full_id(query):
         record = index.get(canonical_id(query))
-        if record is not None:
+        # Any status, but a forgotten memory only with include_deleted ("The server excludes the
+        # entry from all tool responses. You must pass include_deleted: true ... to see it").
+        if record is not None and (req.include_deleted or record.status != "deleted"):
             return {"results": [shape(record, 1.0)], "total": 1, "cursor": None}
     elif is_id_prefix(query):
         ids = index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)

@@ -129,10 +129,7 @@ class Crystallize:
         return Answer.one("cluster", item, members=len(members), edges=len(edges))
 
     def _member(self, thought_id: object) -> Entry:
-        entry = self.lookup.require(thought_id, "thought_ids")
-        if entry.status == "deleted":
-            raise InvalidInput(f"thought {thought_id} is deleted; a cluster holds live thoughts only")
-        return entry
+        return self.lookup.require(thought_id, "thought_ids")  # a forgotten thought is a 404
 
     def _write_clusters(
         self,

@@ -11,10 +11,10 @@ from vaultmem.graph.links import edge_id, typed_links
 from vaultmem.graph.thoughts import Thought
 from vaultmem.index.records import EdgeRecord
 from vaultmem.index.store import NoteIndex
-from vaultmem.notes.ids import canonical_id, is_full_id
+from vaultmem.notes.ids import canonical_id, derived_id, is_full_id
 from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.service import VaultService
-from vaultmem.sync.indexer import EdgeSync, derived_id
+from vaultmem.sync.indexer import EdgeSync
 from vaultmem.vault.catalog import Entry
 
 
@@ -51,10 +51,15 @@ class Lookup:
         entry = self.service.catalog.by_id(wanted)
         if entry is not None:
             return entry
-        record = self.index.get(wanted)
-        return self.service.catalog.by_path(record.path) if record is not None else None
+        record = self.index.get(wanted)  # a derived id, at once from the index's memory
+        if record is not None and (by_path := self.service.catalog.by_path(record.path)) is not None:
+            return by_path
+        return self.service.entry_for_id(wanted)  # not indexed yet: the catalog decides
 
-    def require(self, note_id: object, argument: str = "thought_id") -> Entry:
+    def require(self, note_id: object, argument: str = "thought_id", *, forgotten_ok: bool = False) -> Entry:
+        """The thought ``argument`` names. A forgotten one (``status: deleted``) is left out of every
+        tool, as the memory-tools document says of a soft delete, so it is a 404 too unless the
+        action is itself idempotent over forgetting (``forgotten_ok``)."""
         if not isinstance(note_id, str) or not note_id.strip():
             raise InvalidInput(f"{argument} is required: pass the id of a thought")
         if not is_full_id(note_id):
@@ -65,6 +70,12 @@ class Lookup:
         if entry is None:
             raise NotFound(
                 f"no thought has id {note_id} ({argument}); find it with memory_recall action=search"
+            )
+        if entry.status == "deleted" and not forgotten_ok:
+            raise NotFound(
+                f"no thought has id {note_id} ({argument}): it was forgotten (memory_forget), and the "
+                "tools leave forgotten memories out; memory_search with include_deleted: true still "
+                "lists it, and a person restores it by setting its status back in the file"
             )
         return entry
 
@@ -89,8 +100,9 @@ class Lookup:
         return out
 
     def thought_by_id(self, note_id: str) -> Thought | None:
+        """The thought with this id, unless there is none or it was forgotten."""
         entry = self.entry(note_id)
-        return self.thought(entry) if entry is not None else None
+        return self.thought(entry) if entry is not None and entry.status != "deleted" else None
 
     # -- links --------------------------------------------------------------------------------
     def link_name(self, target: Entry) -> str:

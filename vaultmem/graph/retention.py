@@ -193,7 +193,7 @@ class Retention:
 
     # -- delete ---------------------------------------------------------------------------------------
     def delete(self, thought_id: object, confirm: bool, token: str | None) -> Answer:
-        entry = self.lookup.require(thought_id)
+        entry = self.lookup.require(thought_id, forgotten_ok=True)
         note_id = self.lookup.id_of(entry)
         if entry.status == "deleted":
             item = {"status": "already_deleted", "action": "deleted", "deleted": True, "thought_id": note_id}
@@ -225,7 +225,7 @@ class Retention:
         )
 
         def decide() -> Plan[None]:
-            current = self.lookup.require(note_id)
+            current = self.lookup.require(note_id, forgotten_ok=True)
             if current.status == "deleted":
                 return Plan([], None)
             self._refuse_protected(current)
@@ -251,6 +251,8 @@ class Retention:
         out = []
         for record in sorted(self.lookup.edges.incoming(note_id), key=lambda r: (r.source_id, r.type)):
             source = self.lookup.entry(record.source_id)
+            if source is not None and source.status == "deleted":
+                continue  # a forgotten thought is left out of every answer
             out.append(
                 {
                     "thought_id": record.source_id,
@@ -360,10 +362,7 @@ class Retention:
 
     # -- helpers --------------------------------------------------------------------------------------
     def _live(self, thought_id: object) -> Entry:
-        entry = self.lookup.require(thought_id)
-        if entry.status == "deleted":
-            raise NotFound(f"thought {thought_id} is deleted; retention_review acts on live thoughts only")
-        return entry
+        return self.lookup.require(thought_id)  # a forgotten thought is a 404
 
     def _refuse_protected(self, entry: Entry) -> None:
         if entry.is_protected:
