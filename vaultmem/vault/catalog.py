@@ -63,6 +63,10 @@ class Entry:
     is_global: bool = False
     surface_after: str | None = None
     url_links: tuple[tuple[str, str, str], ...] = ()
+    #: Provenance (``source.transport`` and ``source.trust``): how the text arrived, and how far
+    #: it is trusted (a fetched page is ``external-fetch`` / ``untrusted``).
+    source_transport: str | None = None
+    source_trust: str | None = None
 
     @property
     def slug(self) -> str:
@@ -101,6 +105,8 @@ class Entry:
             is_global=note.is_global,
             surface_after=note.surface_after,
             url_links=note.url_links,
+            source_transport=_text_or_none(note.source.get("transport")),
+            source_trust=_text_or_none(note.source.get("trust")),
         )
 
 
@@ -363,6 +369,10 @@ class Catalog:
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values
 #: (a third of the size of one JSON object per entry, and quicker to read back).
 _FIELDS = [f.name for f in fields(Entry)]
+
+
+def _text_or_none(value: object) -> str | None:
+    return str(value) if value is not None and not isinstance(value, dict | list) else None
 
 
 def _same_id(path: str, other: str) -> str:
