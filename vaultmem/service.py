@@ -460,7 +460,7 @@ class VaultService:
         (compared case-insensitively). Names are kept unique vault-wide so that a bare
         ``[[slug]]`` link, Obsidian's shortest form, never becomes ambiguous because vaultmem
         wrote a note (call with the write lock held)."""
-        if self.catalog.name_taken(directory, slug) or self.catalog.resolve_link(slug) is not None:
+        if self.catalog.name_taken(directory, slug) or self.catalog.paths_named(slug):
             return True
         name = f"{slug}.md".lower()
         return any(

@@ -162,8 +162,8 @@ class Crystallize:
                 rel = self.store._plan_create(draft, row, project, now)
                 text = draft.text_of(rel)
                 cluster_id = str(text.meta["id"])
-                names = [self.lookup.link_name(member) for member in members]
-                draft.put(rel, add_links(text, "cluster", names, stamp), "cluster")
+                links = [self.lookup.link_to(member) for member in members]
+                draft.put(rel, add_links(text, "cluster", links, stamp), "cluster")
                 edges = [
                     {"source_id": cluster_id, "target_id": self.lookup.id_of(member), "type": "cluster"}
                     for member in members

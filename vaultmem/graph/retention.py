@@ -27,7 +27,6 @@ from typing import Any
 from vaultmem.errors import Conflict, InvalidInput, NotFound
 from vaultmem.filing import rules
 from vaultmem.graph.answer import Answer, WithColumns
-from vaultmem.graph.edges import remove_link
 from vaultmem.graph.links import EDGE_TYPES
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.pipeline import Draft, Plan, run_writes
@@ -329,7 +328,7 @@ class Retention:
             for source_id in ids:
                 for edge_type in EDGE_TYPES:
                     if edge_type != "replaces":
-                        text, _gone = remove_link(text, edge_type, self._is(source_id))
+                        text, _gone = self.lookup.without_link(text, target.path, edge_type, source_id)
             draft.put(target.path, text, "compact: summary")
             return Plan(draft.writes(), None)
 
@@ -345,9 +344,6 @@ class Retention:
             "summary": self.lookup.thought(fresh),
         }
         return Answer.one("compact", item, sources=len(ids))
-
-    def _is(self, note_id: str) -> Callable[[str], bool]:
-        return lambda name: self.lookup.resolves_to(name, note_id)
 
     def _summary_project(self, project_id: object, sources: list[Entry]) -> str | None:
         if project_id is None:

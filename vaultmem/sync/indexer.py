@@ -95,11 +95,16 @@ class EdgeSync:
         self._flusher: threading.Thread | None = None
         self._closed = False
 
-    def _resolve(self, target: str) -> str | None:
-        entry = self.catalog.resolve_link(target)
-        if entry is None:
-            return None
-        return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+    def _resolver(self, source: str) -> Callable[[str, str | None], str | None]:
+        """Resolve the links of the note at ``source``: (name, recorded id) -> the target's id."""
+
+        def resolve(target: str, recorded: str | None) -> str | None:
+            entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
+            if entry is None:
+                return None
+            return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+
+        return resolve
 
     def update(self, note: Note) -> None:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
@@ -116,7 +121,7 @@ class EdgeSync:
                 if not typed_links(meta) and source_id not in self._out:
                     continue
                 edges, _dangling = edges_of(
-                    source_id, meta, self._resolve, note.updated or note.created or ""
+                    source_id, meta, self._resolver(note.path), note.updated or note.created or ""
                 )
                 self._set(source_id, edges)
                 changed.append(source_id)
