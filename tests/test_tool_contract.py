@@ -153,6 +153,10 @@ def test_a_memory_tool_refusal_is_classified_too(wire: Wire) -> None:
     assert message.startswith("kind 'banana' is not in the filing contract")
     message, error = wire.error("memory_forget", id="01a22ad9-1ef8-7092-b2d8-c97e494c971d")
     assert error is not None and error["statusCode"] == 404 and "no memory has id" in message
+    message, error = wire.error("memory_search", query="x", kind="banana")  # was: no results, no error
+    assert (
+        error is not None and error["statusCode"] == 400 and "'banana'" in message and "decision" in message
+    )
 
 
 def test_min_importance_is_bounded_to_0_1_like_the_other_scores(wire: Wire) -> None:
