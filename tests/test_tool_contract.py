@@ -264,7 +264,8 @@ def test_a_forgotten_memory_is_left_out_of_every_tool_even_asked_for_by_id(wire:
     wire.store(action="link", source_id=kept, target_id=gone, edge_type="replaces")
     memory(wire, "memory_forget", id=gone)
 
-    assert memory(wire, "memory_search", query=gone)["results"] == []
+    # (the id-shaped query then falls back to a word search, which may find other notes)
+    assert gone not in [h["id"] for h in memory(wire, "memory_search", query=gone)["results"]]
     shown = memory(wire, "memory_search", query=gone, include_deleted=True)["results"]
     assert [h["id"] for h in shown] == [gone]
     answer = wire.recall(action="search", query=gone)
