@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from vaultmem.errors import InvalidInput
-from vaultmem.graph.links import link_key, recorded_targets, typed_links
+from vaultmem.graph.links import recorded_targets, typed_links
 from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import Note, note_from_text, parse_time
@@ -70,11 +70,6 @@ class Entry:
     source_trust: str | None = None
     #: ``link_targets``: (link key ``type/name``, id of the note the link was made for) pairs.
     link_ids: tuple[tuple[str, str], ...] = ()
-
-    def recorded_target(self, edge_type: str, name: str) -> str | None:
-        """The id recorded for this note's ``edge_type`` link to ``name`` (None when it has none)."""
-        key = link_key(edge_type, name)
-        return next((target for k, target in self.link_ids if k == key), None)
 
     @property
     def slug(self) -> str:
