@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,31 @@ def test_search_on_a_missing_vault_says_what_to_do(
 ) -> None:
     code, _, err = run(capsys, "--vault", str(tmp_path / "nope"), "search", "anything")
     assert code == 1 and "vaultmem init" in err
+
+
+def test_search_with_an_unknown_kind_is_refused_as_append_refuses_it(vault: Path) -> None:
+    """Issue 13 item 14: `vaultmem search --kind banana` exited 0 with "no matches". A kind neither
+    the filing contract nor any note has is an error (exit 1, naming the kinds), as for `append`; a
+    kind only a person's own notes carry is still searchable."""
+    script = str(Path(sys.executable).with_name("vaultmem"))
+    (vault / "memory" / "semantic" / "kettle.md").write_text(
+        "---\nkind: household\n---\nDescale the kettle every month.\n", encoding="utf-8"
+    )
+
+    def search(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [script, "--vault", str(vault), "search", *args, "kettle"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    refused = search("--kind", "banana")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.startswith("error: kind 'banana'") and "decision" in refused.stderr
+    appended = subprocess.run(
+        [script, "--vault", str(vault), "append", "--kind", "banana", "x"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert appended.returncode == refused.returncode
+    found = search("--kind", "household")
+    assert found.returncode == 0 and "kettle" in found.stdout
+    assert search("--kind", "fix").stdout.strip() == "no matches"

@@ -14,7 +14,7 @@ from mcp_harness import wait_for
 
 from vaultmem.config import Settings
 from vaultmem.errors import Conflict, InvalidInput
-from vaultmem.graph.edges import Edge, add_link, decide_link, remove_link
+from vaultmem.graph.edges import Edge, LinkTarget, add_link, decide_link, remove_link
 from vaultmem.graph.links import edge_id
 from vaultmem.graph.service import NewThought
 from vaultmem.graph.thoughts import Shaping, Thought, graph_status, shape, status_filter, writable_status
@@ -71,7 +71,8 @@ NOTE = (
 
 def test_adding_and_removing_links_touches_only_the_link_keys() -> None:
     text = parse(NOTE)
-    added = add_link(text, "supports", "target-note", "2026-01-01T00:00:00Z")
+    target_id = "01a172b4-d486-700d-b4f9-02962e9d2f1c"
+    added = add_link(text, "supports", LinkTarget("target-note", target_id), "2026-01-01T00:00:00Z")
     rendered = added.render()
     assert "# a comment the person wrote\nmood: calm   # keep\n" in rendered and rendered.endswith(
         "---\nBody  \n\n"
@@ -79,10 +80,12 @@ def test_adding_and_removing_links_touches_only_the_link_keys() -> None:
     reread = parse(rendered).meta
     assert reread["supports"] == ["[[x]]", "[[target-note]]"]
     assert reread["link_created"] == {"supports/target-note": "2026-01-01T00:00:00Z"}
+    assert reread["link_targets"] == {"supports/target-note": target_id}
     removed, names = remove_link(added, "supports", lambda name: name in ("x", "target-note"))
     assert names == ["x", "target-note"]
     meta = parse(removed.render()).meta
-    assert "supports" not in meta and "link_created" not in meta and meta["mood"] == "calm"
+    assert "supports" not in meta and "link_created" not in meta and "link_targets" not in meta
+    assert meta["mood"] == "calm"
     assert removed.render().endswith("---\nBody  \n\n")
 
 

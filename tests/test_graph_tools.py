@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count, git, hand_write
+from conftest import commit_count, git, hand_write, write_vault_contract
 from graph_wire import Wire, add_project, normalised
 from mcp_harness import running_daemon
 
@@ -237,10 +237,13 @@ def test_a_classified_failure_mirrors_message_status_and_retryable(wire: Wire) -
     assert error == {"message": message, "statusCode": 404, "retryable": False}
 
 
-def test_an_unclassified_failure_keeps_the_plain_shape(wire: Wire) -> None:
-    """ "A plain Error ... keeps the plain { content, isError } shape with no structuredContent key"."""
-    _message, error = wire.error("memory_recall", action="no_such_action")
-    assert error is None
+def test_an_unclassified_failure_keeps_the_plain_shape(wire: Wire, vault: Path) -> None:
+    """ "A plain Error ... keeps the plain { content, isError } shape with no structuredContent key".
+    A bad argument is classified (400, see tests/test_tool_contract.py); a broken filing contract is
+    the vault's problem, not the caller's, and has no status code."""
+    write_vault_contract(vault, lambda text: text.replace("version: 2", "version: two"))
+    message, error = wire.error("memory_store", action="create", content="x")
+    assert error is None and "filing.yaml" in message
 
 
 def test_retired_inputs_are_refused_with_the_migration_message(wire: Wire) -> None:

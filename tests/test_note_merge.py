@@ -108,6 +108,22 @@ def test_links_and_tags_added_on_each_side_are_all_kept_and_a_removal_on_one_sid
     assert result.clean and set(result.by_rule) >= {"supports", "link_created", "tags"}
 
 
+def test_the_target_ids_links_recorded_on_each_side_are_all_kept() -> None:
+    """Each link records the id of the note it was made for (``link_targets``, issue 13 item 13): a
+    link added on either side keeps its record, or it would fall back to resolving by name."""
+    a, c, d = (f"01a172b4-d486-700{i}-b4f9-02962e9d2f1c" for i in "acd")
+    base = make_note(supports=["[[a]]"], link_targets={"supports/a": a})
+    ours = edit(
+        base, supports=["[[a]]", "[[c]]"], link_targets={"supports/a": a, "supports/c": c}, updated=at(1)
+    )
+    theirs = edit(
+        base, supports=["[[a]]", "[[d]]"], link_targets={"supports/a": a, "supports/d": d}, updated=at(2)
+    )
+    result = merge_note(base, ours, theirs)
+    assert meta(result.merged)["link_targets"] == {"supports/a": a, "supports/c": c, "supports/d": d}
+    assert result.clean and "link_targets" in result.by_rule
+
+
 def test_the_same_body_lines_changed_on_both_sides_keep_the_newer_and_a_conflict_note_the_older() -> None:
     base = make_note()
     ours = edit(base, body="Line one.\nLine two, as the laptop has it.\nLine three.\n", updated=at(1))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from anyascii import anyascii
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.notes.slugs import MAX_SLUG, is_valid_slug, make_slug, meaningful_words, resolve_collision
@@ -55,13 +56,28 @@ def test_nfc_and_nfd_spellings_give_the_same_slug(text: str) -> None:
         ("CON", "con-note"),
         ("lpt1", "lpt1-note"),
         ("...", "note"),
-        ("日本語", "note"),
+        ("日本語", "ri-ben-yu"),
+        ("Привет мир", "privet-mir"),
+        ("東京の天気", "dong-jing-no-tian-qi"),
+        ("Ελληνικά", "ellinika"),
+        ("한국어 공부", "han-gug-eo-gong-bu"),
+        ("Ünïcödé ⅻ", "unicode-xii"),
         ("🙂", "note"),
         ("", "note"),
     ],
 )
 def test_examples(title: str, slug: str) -> None:
     assert make_slug(title) == slug
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.characters(categories=["Lu", "Ll", "Lt", "Lo", "Nd", "Nl"]))
+def test_no_letter_or_digit_is_dropped_when_it_has_an_ascii_spelling(char: str) -> None:
+    """Issue 13 item 6: "Привет мир", "東京の天気", "Ελληνικά" all became `note`. A letter of any script
+    that anyascii can spell keeps a trace in the slug."""
+    assume(any(c.isalnum() for c in anyascii(unicodedata.normalize("NFC", char))))
+    slug = make_slug(f"x {char} x")
+    assert slug != "x-x" and slug.startswith("x-") and slug.endswith("-x")
 
 
 def test_long_titles_are_cut_at_a_word_boundary() -> None:

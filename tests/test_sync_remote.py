@@ -7,11 +7,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.sync_harness import Cluster, Machine, fsck, notes_with_markers, status, tree
-from vaultmem.graph.edges import add_link
+from vaultmem.graph.edges import LinkTarget, add_link
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.model import note_from_text
 from vaultmem.vault.history import GitRepo
@@ -39,9 +40,10 @@ def edit_frontmatter(machine: Machine, rel: str, old: str, new: str) -> None:
     machine.write(rel, data.replace(old.encode(), new.encode(), 1))
 
 
-def link(machine: Machine, rel: str, edge_type: str, target: str, when: str) -> None:
+def link(machine: Machine, rel: str, edge_type: str, target: dict[str, Any], when: str) -> None:
+    """A typed link to ``target`` (a memory_append result), as vaultmem writes one."""
     doc = fm.parse(machine.read(rel).decode("utf-8"))
-    machine.write(rel, add_link(doc, edge_type, target, when).to_bytes())
+    machine.write(rel, add_link(doc, edge_type, LinkTarget(target["slug"], target["id"]), when).to_bytes())
 
 
 def meta(machine: Machine, rel: str) -> dict[str, object]:
@@ -75,8 +77,8 @@ def test_two_machines_writing_at_once_converge_with_no_markers_and_no_lost_side(
     desktop.append("The staging database is reset every Sunday night.")  # a reinforce
     edit_body(laptop, rel["shared"], "The release captain signs off.", "The laptop's captain signs off.")
     edit_body(desktop, rel["shared"], "The release captain signs off.", "The desktop's captain signs off.")
-    link(laptop, rel["linked"], "supports", fielded["slug"], "2026-03-14T10:30:00Z")
-    link(desktop, rel["linked"], "related", shared["slug"], "2026-03-14T11:30:00Z")
+    link(laptop, rel["linked"], "supports", fielded, "2026-03-14T10:30:00Z")
+    link(desktop, rel["linked"], "related", shared, "2026-03-14T11:30:00Z")
     edit_frontmatter(laptop, rel["fielded"], "---\n", "---\naliases: [rota]\n")
     edit_body(desktop, rel["fielded"], "between four engineers.", "between five engineers.")
     mine = laptop.append("Checklist from the laptop: tag the release first.", title="Release checklist")
@@ -109,6 +111,9 @@ def test_two_machines_writing_at_once_converge_with_no_markers_and_no_lost_side(
         f"[[{shared['slug']}]]"
     ]
     assert set(linked_meta["link_created"]) == {f"supports/{fielded['slug']}", f"related/{shared['slug']}"}  # type: ignore[arg-type]
+    assert linked_meta["link_targets"] == {
+        f"supports/{fielded['slug']}": fielded["id"], f"related/{shared['slug']}": shared["id"],
+    }  # fmt: skip
     # Different fields of one note: both edits.
     fielded_text = laptop.read(rel["fielded"])
     assert b"aliases: [rota]\n" in fielded_text and b"five engineers" in fielded_text

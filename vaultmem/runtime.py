@@ -25,7 +25,7 @@ from vaultmem.graph.upkeep import Upkeep
 from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex, warm_in_background
-from vaultmem.search import SearchRequest, memory_search
+from vaultmem.search import SearchRequest, check_kind_filter, memory_search
 from vaultmem.service import VaultService
 from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
@@ -200,6 +200,7 @@ class Runtime:
 
     # -- reads ----------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> dict[str, Any]:
+        check_kind_filter(request.kind, self.service)
         return memory_search(self.index, request)
 
     # -- lifecycle ------------------------------------------------------------------------------

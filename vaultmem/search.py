@@ -14,14 +14,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vaultmem.errors import InvalidInput
+from vaultmem.errors import ContractError, InvalidInput
 from vaultmem.index.records import DEFAULT_STATUSES, NoteRecord, SearchFilters, SearchHit
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.ids import canonical_id, compact_hex, is_full_id, is_id_prefix
 from vaultmem.notes.model import parse_time
 from vaultmem.vault.catalog import IDEM_TAG_PREFIX
+
+if TYPE_CHECKING:
+    from vaultmem.service import VaultService
 
 SCOPES = ("all", "project", "global")
 SNIPPET_CHARS = 200
@@ -59,6 +62,25 @@ class SearchRequest:
         ):
             raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         return self
+
+
+def check_kind_filter(kind: str | None, service: VaultService) -> None:
+    """Refuse a ``kind`` filter no note can match: neither a kind (or alias) of the filing contract
+    nor the kind of any note in the vault (a person's notes may carry kinds of their own). Reads work
+    without a valid contract; the kind is not checked then."""
+    if kind is None:
+        return
+    try:
+        contract = service.contract()
+    except ContractError:
+        return
+    known = {*contract.kinds, *contract.aliases}
+    if kind in known or any(e.kind == kind for e in service.catalog.entries()):
+        return
+    raise InvalidInput(
+        f"kind {kind!r} is no kind of the filing contract ({contract.path}) nor of any note, so "
+        f"nothing can match; use one of {', '.join(sorted(known))}"
+    )
 
 
 def snippet(body: str) -> str:
@@ -134,7 +156,8 @@ def with_recency(
 def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:
     """Answer ``memory_search``: ``{results, total, cursor: null}``.
 
-    A full UUID returns that note whatever its status or project (an explicit reference); a hex
+    A full UUID returns that note whatever its status or project (an explicit reference), except a
+    forgotten one without ``include_deleted``; a hex
     prefix of at least 13 digits is a timestamp window that honours the scope; an id-shaped query
     that addresses nothing falls back to the ordinary search for the same text.
     """
@@ -143,7 +166,9 @@ def memory_search(index: NoteIndex, req: SearchRequest) -> dict[str, Any]:
     query = req.query.strip()
     if is_full_id(query):
         record = index.get(canonical_id(query))
-        if record is not None:
+        # Any status, but a forgotten memory only with include_deleted ("The server excludes the
+        # entry from all tool responses. You must pass include_deleted: true ... to see it").
+        if record is not None and (req.include_deleted or record.status != "deleted"):
             return {"results": [shape(record, 1.0)], "total": 1, "cursor": None}
     elif is_id_prefix(query):
         ids = index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)

@@ -22,7 +22,7 @@ from vaultmem.filing.contract import Contract, load_contract
 from vaultmem.filing.projects import ProjectRegistry, validate_project
 from vaultmem.graph.pipeline import FileWrite, Plan, run_writes
 from vaultmem.notes import frontmatter as fm
-from vaultmem.notes.ids import canonical_id, is_full_id, uuid7
+from vaultmem.notes.ids import canonical_id, derived_id, is_full_id, uuid7
 from vaultmem.notes.model import Note, fingerprint, iso, new_note_text, utc_now
 from vaultmem.notes.slugs import make_slug, meaningful_words, resolve_collision
 from vaultmem.vault.atomic import sweep_temp_files
@@ -139,7 +139,10 @@ class VaultService:
         except OSError:
             stamp = ("shipped", 0, 0)
         if self._contract is None or self._contract[0] != stamp:
-            self._contract = (stamp, load_contract(self.layout.root))
+            contract = load_contract(self.layout.root)
+            # Also where this vault keeps git and its state (either may be configured elsewhere).
+            contract.check_directories(self.layout.root, [self.layout.state_dir, self.repo.git_dir])
+            self._contract = (stamp, contract)
         return self._contract[1]
 
     # -- reads ------------------------------------------------------------------------------
@@ -153,14 +156,31 @@ class VaultService:
         entry = self._entry_for_id(note_id)
         return self.repo.log_for(entry.path)
 
+    def entry_for_id(self, note_id: str) -> Entry | None:
+        """The note a full id names: its ``id`` key, or the id derived from its path that the index
+        (and so every read) reports for a note a person wrote without one, or for a copy whose id
+        another file holds. Every id a read returns is accepted here."""
+        wanted = canonical_id(note_id)
+        entry = self.catalog.by_id(wanted)
+        if entry is not None:
+            return entry
+        for candidate in self.catalog.entries():
+            if candidate.id:
+                owner = self.catalog.by_id(candidate.id)
+                if owner is not None and owner.path == candidate.path:
+                    continue  # indexed under its own id, which is not the one wanted
+            if derived_id(candidate.path) == wanted:
+                return candidate
+        return None
+
     def _entry_for_id(self, note_id: str) -> Entry:
         if not isinstance(note_id, str) or not is_full_id(note_id):
             raise NotFound(f"{note_id!r} is not a memory id; ids look like 0192f0c1-8d2e-7b3a-9c4d-…")
-        entry = self.catalog.by_id(canonical_id(note_id))
+        entry = self.entry_for_id(note_id)
         if entry is not None and not (self.layout.root / entry.path).is_file():
             # Removed by hand (Obsidian, a sync client) since the catalog last looked.
             self.catalog.refresh(entry.path)
-            entry = self.catalog.by_id(canonical_id(note_id))
+            entry = self.entry_for_id(note_id)
         if entry is None:
             raise NotFound(f"no memory has id {note_id}; find the right id with memory_search")
         return entry
@@ -360,18 +380,19 @@ class VaultService:
             entry = self._entry_for_id(note_id)
             note = self.store.read(entry.path)  # the file, not the catalog, decides
             if note.status == "deleted":
-                return {"id": note.id, "status": "deleted", "already_deleted": True}
+                return {"id": canonical_id(note_id), "status": "deleted", "already_deleted": True}
             assert note.text is not None
             changes: dict[str, Any] = {"status": "deleted", "deleted_at": iso(self._now())}
             if reason:
                 changes["delete_reason"] = reason
+            # A person's note without an id keeps having none (its id stays the one derived from
+            # its path); only the owned keys change, its body and other keys are kept byte for byte.
             return _Write(note.path, fm.set_fields(note.text, changes), False, "memory_forget", "delete")
 
         outcome = self._run([], decide, wait_commit)
         if isinstance(outcome, dict):
             return outcome
-        note, _ = outcome
-        return {"id": note.id, "status": "deleted", "already_deleted": False}
+        return {"id": canonical_id(note_id), "status": "deleted", "already_deleted": False}
 
     # -- running a write: decide, stage, install ----------------------------------------------
     def _run(
@@ -433,6 +454,20 @@ class VaultService:
         self._generation = value
 
     # -- planning each kind of write ----------------------------------------------------------
+    def name_taken(self, directory: str, slug: str) -> bool:
+        """Whether a new note in ``directory`` may not be called ``slug``: a note, or a write in
+        flight, already has that file name in that folder *or anywhere else in the vault*
+        (compared case-insensitively). Names are kept unique vault-wide so that a bare
+        ``[[slug]]`` link, Obsidian's shortest form, never becomes ambiguous because vaultmem
+        wrote a note (call with the write lock held)."""
+        if self.catalog.name_taken(directory, slug) or self.catalog.paths_named(slug):
+            return True
+        name = f"{slug}.md".lower()
+        return any(
+            key.startswith("path:") and key.lower().rsplit("/", 1)[-1].removeprefix("path:") == name
+            for key in self._inflight
+        )
+
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:
         for entry in self.catalog.with_fingerprint(fingerprint(content)):
             if entry.status in statuses and not entry.always_load and entry.id:
@@ -514,7 +549,7 @@ class VaultService:
         note_id = uuid7()
         slug = resolve_collision(
             slug_base,
-            lambda s: self.catalog.name_taken(directory, s) or f"path:{directory}/{s}.md" in self._inflight,
+            lambda s: self.name_taken(directory, s),
             meaningful_words(*(grow_from if grow_from is not None else (title, content))),
             hash_source=note_id,
         )
@@ -548,7 +583,7 @@ def commit_message(note: Note, tool: str, action: str) -> str:
     """A commit message naming the tool, the note, its id, kind and project."""
     return (
         f"{tool}: {action} {note.slug}\n\n"
-        f"tool: {tool}\nid: {note.id}\nslug: {note.slug}\npath: {note.path}\n"
+        f"tool: {tool}\nid: {note.id or derived_id(note.path)}\nslug: {note.slug}\npath: {note.path}\n"
         f"kind: {note.kind}\nproject: {note.project or '-'}\nstatus: {note.status}\n"
     )
 

@@ -14,6 +14,7 @@ from vaultmem.errors import ContractError
 from vaultmem.filing.secrets import SecretsMode
 from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.resources import contract_schema, shipped_contract
+from vaultmem.vault.layout import IGNORED_DIRS
 
 #: Where a vault keeps its own copy of the contract (it wins over the shipped one).
 VAULT_CONTRACT = "filing.yaml"
@@ -61,6 +62,45 @@ class Contract:
     def trust_for(self, transport: str) -> str:
         return self.sources.get(transport, "untrusted")
 
+    def directories(self) -> list[tuple[str, str]]:
+        """Every folder the contract files notes into, with the key that names it."""
+        pairs = [(f"kinds/{kind}/dir", folder) for kind, folder in self.kinds.items()]
+        return [*pairs, ("projects/root", self.projects_root), ("projects/desk", self.projects_desk)]
+
+    def check_directories(self, vault_root: Path, forbidden: list[Path]) -> None:
+        """Refuse a class directory that is (or, through a symlink, resolves into) one of the
+        ``forbidden`` folders: the git directory and the state directory, wherever they are."""
+        root = vault_root.resolve()
+        for key, folder in self.directories():
+            target = (root / folder).resolve()
+            for place in forbidden:
+                place = place.resolve()
+                if target == place or place in target.parents:
+                    raise ContractError(
+                        f"the filing contract {self.path} is invalid at {key}: {folder!r} is inside "
+                        f"{place}, which belongs to git or to vaultmem's state, not to notes; pick a "
+                        "folder of the vault such as memory/semantic (writes are refused until then)"
+                    )
+
+
+def dir_problem(folder: str) -> str | None:
+    """Why ``folder`` (a contract's class directory) cannot hold notes, or None when it can.
+
+    vaultmem never reads, indexes or writes a hidden folder (``.obsidian``, ``.git``, ``.trash``,
+    its own ``.vaultmem``) nor one it ignores (``node_modules``): a note filed there would be
+    written and then never found, or land in git's or Obsidian's own files.
+    """
+    if folder.startswith("/") or "\\" in folder or ":" in folder:
+        return "is not a relative path inside the vault"
+    for part in folder.strip("/").split("/"):
+        if part in ("", ".", ".."):
+            return "is not a relative path inside the vault"
+        if part in IGNORED_DIRS:
+            return f"names the folder {part!r}, which vaultmem never reads (git, its state, Obsidian's own)"
+        if part.startswith("."):
+            return f"names the hidden folder {part!r}; vaultmem never reads or indexes hidden folders"
+    return None
+
 
 def load_contract(vault_root: Path | None = None) -> Contract:
     """The vault's contract when it has one, else the shipped one, validated.
@@ -88,8 +128,13 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        problem = first.message
+        if first.validator == "pattern" and isinstance(first.instance, str):
+            why = dir_problem(first.instance)  # a class directory: say what is wrong with it
+            if why is not None:
+                problem = f"{first.instance!r} {why}; pick a visible folder such as memory/semantic"
         raise ContractError(
-            f"the filing contract {path} is invalid at {where}: {first.message}{more}; "
+            f"the filing contract {path} is invalid at {where}: {problem}{more}; "
             "fix the file, writes are refused until it validates"
         )
     kinds = {k: v["dir"].strip("/") for k, v in data["kinds"].items()}
@@ -107,7 +152,7 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
     limits = data.get("limits", {})
     projects = data["projects"]
     thresholds = data["thresholds"]
-    return Contract(
+    contract = Contract(
         path=path,
         kinds=kinds,
         aliases=aliases,
@@ -127,3 +172,11 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
         max_tag_chars=int(limits.get("max_tag_chars", 100)),
         secrets_mode=data.get("secrets", {}).get("mode", "refuse"),  # the schema allows only the modes
     )
+    for key, folder in contract.directories():
+        why = dir_problem(folder)
+        if why is not None:
+            raise ContractError(
+                f"the filing contract {path} is invalid at {key}: {folder!r} {why}; pick a visible "
+                "folder such as memory/semantic (writes are refused until it validates)"
+            )
+    return contract

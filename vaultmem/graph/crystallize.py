@@ -129,10 +129,7 @@ class Crystallize:
         return Answer.one("cluster", item, members=len(members), edges=len(edges))
 
     def _member(self, thought_id: object) -> Entry:
-        entry = self.lookup.require(thought_id, "thought_ids")
-        if entry.status == "deleted":
-            raise InvalidInput(f"thought {thought_id} is deleted; a cluster holds live thoughts only")
-        return entry
+        return self.lookup.require(thought_id, "thought_ids")  # a forgotten thought is a 404
 
     def _write_clusters(
         self,
@@ -165,8 +162,8 @@ class Crystallize:
                 rel = self.store._plan_create(draft, row, project, now)
                 text = draft.text_of(rel)
                 cluster_id = str(text.meta["id"])
-                names = [self.lookup.link_name(member) for member in members]
-                draft.put(rel, add_links(text, "cluster", names, stamp), "cluster")
+                links = [self.lookup.link_to(member) for member in members]
+                draft.put(rel, add_links(text, "cluster", links, stamp), "cluster")
                 edges = [
                     {"source_id": cluster_id, "target_id": self.lookup.id_of(member), "type": "cluster"}
                     for member in members

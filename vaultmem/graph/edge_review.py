@@ -18,7 +18,7 @@ from typing import Any
 
 from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
 from vaultmem.graph.answer import Answer
-from vaultmem.graph.edges import Edge, add_link, check_endpoints, created_at_of, decide_link, remove_link
+from vaultmem.graph.edges import Edge, add_link, check_endpoints, created_at_of, decide_link
 from vaultmem.graph.links import typed_links
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.pipeline import Draft, Plan, run_writes
@@ -341,16 +341,14 @@ class EdgeReview:
             assert old is not None
             holder = source if old.source_id == proposal.source_id else target
             created = self._created_at(draft, holder.path, old) or now
-            text, _removed = remove_link(
-                draft.text_of(holder.path),
-                old.type,
-                lambda name: self.lookup.resolves_to(name, old.target_id),
+            text, _removed = self.lookup.without_link(
+                draft.text_of(holder.path), holder.path, old.type, old.target_id
             )
             draft.put(holder.path, text, "edge_review: placeholder upgraded")
             replaced = {**old.to_dict(), "created_at": created}
         draft.put(
             source.path,
-            add_link(draft.text_of(source.path), proposal.type, self.lookup.link_name(target), now),
+            add_link(draft.text_of(source.path), proposal.type, self.lookup.link_to(target), now),
             f"edge_review: proposal {proposal.id} applied",
         )
         edge = Edge.make(proposal.source_id, proposal.type, proposal.target_id, now)
@@ -358,8 +356,9 @@ class EdgeReview:
 
     def _created_at(self, draft: Draft, rel: str, edge: Edge) -> str | None:
         meta = draft.text_of(rel).meta
+        points_at = self.lookup.points_at(rel, meta, edge.type, edge.target_id)
         for edge_type, name in typed_links(meta):
-            if edge_type == edge.type and self.lookup.resolves_to(name, edge.target_id):
+            if edge_type == edge.type and points_at(name):
                 return created_at_of(meta, edge_type, name)
         return edge.created_at or None
 
@@ -455,10 +454,8 @@ class EdgeReview:
         assert applied is not None
         hit = self.lookup.locate(applied["edge_id"])
         assert hit is not None
-        text, _removed = remove_link(
-            draft.text_of(hit.source.path),
-            hit.edge.type,
-            lambda name: self.lookup.resolves_to(name, hit.edge.target_id),
+        text, _removed = self.lookup.without_link(
+            draft.text_of(hit.source.path), hit.source.path, hit.edge.type, hit.edge.target_id
         )
         draft.put(hit.source.path, text, f"edge_review: proposal {proposal.id} rolled back")
         replaced = applied.get("replaced")
@@ -471,7 +468,7 @@ class EdgeReview:
                     add_link(
                         draft.text_of(holder.path),
                         replaced["type"],
-                        self.lookup.link_name(target),
+                        self.lookup.link_to(target),
                         replaced["created_at"],
                     ),
                     "edge_review: placeholder restored",

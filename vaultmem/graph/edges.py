@@ -2,7 +2,9 @@
 
 An edge ``source -type-> target`` is the wikilink ``"[[target-slug]]"`` in the list property
 ``type`` of the *source* note, plus an entry ``"type/target-slug": <created_at>`` in its
-``link_created`` map. Only those two keys change; every other byte of the note is kept.
+``link_created`` map and ``"type/target-slug": <target id>`` in its ``link_targets`` map (so the
+link keeps resolving to that note whatever names change later). Only those keys change; every
+other byte of the note is kept.
 
 Rules (graph document, ``memory_store action=link``): the nine edge types only; no self-loops; only
 a cluster thought may carry a ``cluster`` edge; a pair of thoughts carries one edge; re-linking a
@@ -17,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.errors import Conflict, InvalidInput
-from vaultmem.graph.links import EDGE_TYPES, LINK_CREATED_KEY, edge_id, link_target
+from vaultmem.graph.links import (
+    EDGE_TYPES,
+    LINK_CREATED_KEY,
+    LINK_TARGETS_KEY,
+    edge_id,
+    link_key,
+    link_target,
+)
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.frontmatter import NoteText
 
@@ -112,27 +121,42 @@ def _values(meta: dict[str, Any], key: str) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def created_map(meta: dict[str, Any]) -> dict[str, Any]:
-    value = meta.get(LINK_CREATED_KEY)
+def _map(meta: dict[str, Any], key: str) -> dict[str, Any]:
+    value = meta.get(key)
     return dict(value) if isinstance(value, dict) else {}
 
 
-def add_link(text: NoteText, edge_type: str, target_name: str, created_at: str) -> NoteText:
-    """``text`` with ``"[[target_name]]"`` appended to its ``edge_type`` list and its time recorded."""
-    return add_links(text, edge_type, [target_name], created_at)
+def created_map(meta: dict[str, Any]) -> dict[str, Any]:
+    return _map(meta, LINK_CREATED_KEY)
 
 
-def add_links(text: NoteText, edge_type: str, target_names: list[str], created_at: str) -> NoteText:
+@dataclass(frozen=True)
+class LinkTarget:
+    """The note a new link points at: the name the wikilink spells, and the note's id."""
+
+    name: str
+    id: str
+
+
+def add_link(text: NoteText, edge_type: str, target: LinkTarget, created_at: str) -> NoteText:
+    """``text`` with ``"[[target.name]]"`` appended to its ``edge_type`` list, its time and its
+    target's id recorded."""
+    return add_links(text, edge_type, [target], created_at)
+
+
+def add_links(text: NoteText, edge_type: str, targets: list[LinkTarget], created_at: str) -> NoteText:
     """:func:`add_link` for many targets in one frontmatter edit (a cluster's thousand members)."""
     values = _values(text.meta, edge_type)
     present = {link_target(v) for v in values}
     created = created_map(text.meta)
-    for name in target_names:
-        if name not in present:
-            values.append(f"[[{name}]]")
-            present.add(name)
-        created[f"{edge_type}/{name}"] = created_at
-    return fm.set_fields(text, {edge_type: values, LINK_CREATED_KEY: created})
+    recorded = _map(text.meta, LINK_TARGETS_KEY)
+    for target in targets:
+        if target.name not in present:
+            values.append(f"[[{target.name}]]")
+            present.add(target.name)
+        created[link_key(edge_type, target.name)] = created_at
+        recorded[link_key(edge_type, target.name)] = target.id
+    return fm.set_fields(text, {edge_type: values, LINK_CREATED_KEY: created, LINK_TARGETS_KEY: recorded})
 
 
 def remove_link(
@@ -154,15 +178,16 @@ def remove_link(
             kept.append(value)
     if not removed:
         return text, []
-    created = created_map(text.meta)
-    for target in removed:
-        created.pop(f"{edge_type}/{target}", None)
     changes: dict[str, Any] = {edge_type: kept if kept else fm.DELETE}
-    if LINK_CREATED_KEY in text.meta:
-        changes[LINK_CREATED_KEY] = created if created else fm.DELETE
+    for key in (LINK_CREATED_KEY, LINK_TARGETS_KEY):
+        if key in text.meta:
+            entries = _map(text.meta, key)
+            for target in removed:
+                entries.pop(link_key(edge_type, target), None)
+            changes[key] = entries if entries else fm.DELETE
     return fm.set_fields(text, changes), removed
 
 
 def created_at_of(meta: dict[str, Any], edge_type: str, target_name: str) -> str | None:
-    stamp = created_map(meta).get(f"{edge_type}/{target_name}")
+    stamp = created_map(meta).get(link_key(edge_type, target_name))
     return str(stamp) if stamp else None

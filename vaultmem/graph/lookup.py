@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from vaultmem.errors import InvalidInput, NotFound
-from vaultmem.graph.edges import Edge
-from vaultmem.graph.links import edge_id, typed_links
+from vaultmem.graph.edges import Edge, LinkTarget, remove_link
+from vaultmem.graph.links import LINK_TARGETS_KEY, edge_id, link_key, recorded_targets, typed_links
 from vaultmem.graph.thoughts import Thought
 from vaultmem.index.records import EdgeRecord
 from vaultmem.index.store import NoteIndex
-from vaultmem.notes.ids import canonical_id, is_full_id
+from vaultmem.notes.frontmatter import NoteText
+from vaultmem.notes.ids import canonical_id, derived_id, is_full_id
 from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.service import VaultService
-from vaultmem.sync.indexer import EdgeSync, derived_id
+from vaultmem.sync.indexer import EdgeSync
 from vaultmem.vault.catalog import Entry
 
 
@@ -51,10 +53,15 @@ class Lookup:
         entry = self.service.catalog.by_id(wanted)
         if entry is not None:
             return entry
-        record = self.index.get(wanted)
-        return self.service.catalog.by_path(record.path) if record is not None else None
+        record = self.index.get(wanted)  # a derived id, at once from the index's memory
+        if record is not None and (by_path := self.service.catalog.by_path(record.path)) is not None:
+            return by_path
+        return self.service.entry_for_id(wanted)  # not indexed yet: the catalog decides
 
-    def require(self, note_id: object, argument: str = "thought_id") -> Entry:
+    def require(self, note_id: object, argument: str = "thought_id", *, forgotten_ok: bool = False) -> Entry:
+        """The thought ``argument`` names. A forgotten one (``status: deleted``) is left out of every
+        tool, as the memory-tools document says of a soft delete, so it is a 404 too unless the
+        action is itself idempotent over forgetting (``forgotten_ok``)."""
         if not isinstance(note_id, str) or not note_id.strip():
             raise InvalidInput(f"{argument} is required: pass the id of a thought")
         if not is_full_id(note_id):
@@ -65,6 +72,12 @@ class Lookup:
         if entry is None:
             raise NotFound(
                 f"no thought has id {note_id} ({argument}); find it with memory_recall action=search"
+            )
+        if entry.status == "deleted" and not forgotten_ok:
+            raise NotFound(
+                f"no thought has id {note_id} ({argument}): it was forgotten (memory_forget), and the "
+                "tools leave forgotten memories out; memory_search with include_deleted: true still "
+                "lists it, and a person restores it by setting its status back in the file"
             )
         return entry
 
@@ -89,20 +102,44 @@ class Lookup:
         return out
 
     def thought_by_id(self, note_id: str) -> Thought | None:
+        """The thought with this id, unless there is none or it was forgotten."""
         entry = self.entry(note_id)
-        return self.thought(entry) if entry is not None else None
+        return self.thought(entry) if entry is not None and entry.status != "deleted" else None
 
     # -- links --------------------------------------------------------------------------------
-    def link_name(self, target: Entry) -> str:
-        """How a wikilink names ``target``: its file name, or its vault path when the name is shared."""
-        resolved = self.service.catalog.resolve_link(target.slug)
-        if resolved is not None and resolved.path == target.path:
-            return target.slug
-        return target.path.removesuffix(".md")
+    def link_to(self, target: Entry) -> LinkTarget:
+        """How a new link names ``target``: its file name, or its vault path when another note shares
+        the name (a bare name would be ambiguous in Obsidian), with the id recorded beside it."""
+        shared = len(self.service.catalog.paths_named(target.slug)) > 1
+        name = target.path.removesuffix(".md") if shared else target.slug
+        return LinkTarget(name, self.id_of(target))
 
-    def resolves_to(self, name: str, note_id: str) -> bool:
-        entry = self.service.catalog.resolve_link(name)
-        return entry is not None and self.id_of(entry) == note_id
+    def target_of(self, holder: str, meta: Mapping[str, Any], edge_type: str, name: str) -> Entry | None:
+        """The note the ``edge_type`` link ``[[name]]`` of the note at ``holder`` (frontmatter
+        ``meta``) points at: the one recorded for it while that note exists, else by name."""
+        recorded = recorded_targets(meta).get(link_key(edge_type, name))
+        return self.service.catalog.resolve_link(name, source=holder, recorded=recorded)
+
+    def points_at(
+        self, holder: str, meta: Mapping[str, Any], edge_type: str, note_id: str
+    ) -> Callable[[str], bool]:
+        """Whether a ``edge_type`` link name of the note at ``holder`` points at ``note_id``."""
+
+        def check(name: str) -> bool:
+            entry = self.target_of(holder, meta, edge_type, name)
+            return entry is not None and self.id_of(entry) == note_id
+
+        return check
+
+    def without_link(
+        self, text: NoteText, holder: str, edge_type: str, note_id: str
+    ) -> tuple[NoteText, list[str]]:
+        """``text`` (of the note at ``holder``) without its ``edge_type`` links to ``note_id``."""
+        return remove_link(text, edge_type, self.points_at(holder, text.meta, edge_type, note_id))
+
+    def _links_of(self, entry: Entry) -> dict[str, Any]:
+        """The typed links of a catalogued note, as a minimal frontmatter for :meth:`target_of`."""
+        return {LINK_TARGETS_KEY: dict(entry.link_ids)} if entry.link_ids else {}
 
     # -- edges --------------------------------------------------------------------------------
     def locate(self, wanted_id: object) -> Located | None:
@@ -116,8 +153,9 @@ class Lookup:
             if source is not None and self._declares(source, record.type, record.target_id):
                 return Located(edge_of(record), source)
         for entry in self.service.catalog.entries():  # a write the edge graph has not seen yet
+            records = self._links_of(entry)
             for edge_type, name in entry.links:
-                target = self.service.catalog.resolve_link(name)
+                target = self.target_of(entry.path, records, edge_type, name)
                 if target is None:
                     continue
                 source_id, target_id = self.id_of(entry), self.id_of(target)
@@ -130,7 +168,8 @@ class Lookup:
         return None
 
     def _declares(self, source: Entry, edge_type: str, target_id: str) -> bool:
-        return any(t == edge_type and self.resolves_to(name, target_id) for t, name in source.links)
+        points_at = self.points_at(source.path, self._links_of(source), edge_type, target_id)
+        return any(t == edge_type and points_at(name) for t, name in source.links)
 
     def links_between(
         self, a: Entry, b: Entry, metas: dict[str, dict[str, object]] | None = None
@@ -141,8 +180,9 @@ class Lookup:
             source_id, target_id = self.id_of(source), self.id_of(target)
             pending = (metas or {}).get(source.path)
             links = typed_links(pending) if pending is not None else source.links
+            meta = pending if pending is not None else self._links_of(source)
             for edge_type, name in links:
-                if self.resolves_to(name, target_id):
+                if self.points_at(source.path, meta, edge_type, target_id)(name):
                     record = self.edges.find(edge_id(source_id, edge_type, target_id))
                     created = record.created_at if record is not None else ""
                     out.append(Edge.make(source_id, edge_type, target_id, created))

@@ -63,6 +63,7 @@ class Draft:
     def __init__(self, service: VaultService) -> None:
         self.service = service
         self._texts: dict[str, FileWrite] = {}
+        self._new_names: set[str] = set()  # lower-cased file names of the notes this batch creates
 
     def text_of(self, rel: str) -> NoteText:
         pending = self._texts.get(rel)
@@ -82,9 +83,15 @@ class Draft:
             pending.text = text
             return
         self._texts[rel] = FileWrite(rel, text, create, action, note)
+        if create:
+            self._new_names.add(rel.rsplit("/", 1)[-1].lower())
 
     def reserved(self, rel: str) -> bool:
         return rel in self._texts
+
+    def reserved_name(self, slug: str) -> bool:
+        """A note this batch creates already has the file name ``slug`` (in any folder)."""
+        return f"{slug}.md".lower() in self._new_names
 
     def writes(self) -> list[FileWrite]:
         return list(self._texts.values())

@@ -124,9 +124,7 @@ class PlacementEngine:
         if thought_id is not None and content is not None:
             raise InvalidInput("pass either thought_id (a stored thought) or content (a draft), not both")
         if thought_id is not None:
-            entry = self.lookup.require(thought_id)
-            if entry.status == "deleted":
-                raise InvalidInput(f"thought {thought_id} is deleted; there is nothing to place")
+            entry = self.lookup.require(thought_id)  # a forgotten thought is a 404
             return Subject(entry, self.lookup.thought(entry).content)
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("propose needs a thought_id or draft content to plan for")

@@ -96,7 +96,8 @@ class ProjectAdmin:
         contract = self.service.contract()
         rows = [self.row(contract, p) for p in sorted(self.registry.projects(contract), key=lambda p: p.name)]
         if fields is not None:
-            rows = [{k: v for k, v in r.items() if k in fields} for r in rows]
+            wanted = set(fields)
+            rows = [{k: v for k, v in r.items() if k in wanted} for r in rows]
         return Answer.many("list", rows)
 
     def resolve(self, cwd: object) -> Answer:

@@ -63,6 +63,8 @@ class SearchSpec:
                 raise InvalidInput(f"{name} must be one of {', '.join(MODES)}")
         if self.min_relevance is not None and not 0 <= self.min_relevance <= 1:
             raise InvalidInput("min_relevance is on the calibrated 0-1 scale; 0 turns the gate off")
+        if self.min_importance is not None and not 0 <= self.min_importance <= 1:
+            raise InvalidInput("min_importance must be between 0 and 1 (importance is a 0-1 score)")
         if not 0 <= self.recency_weight <= 1:
             raise InvalidInput("recency_weight must be between 0 and 1")
         if self.recency_half_life_days <= 0:
@@ -132,9 +134,14 @@ class Recall:
 
     def _id_lookup(self, query: str, spec: SearchSpec, action: str) -> Answer | None:
         if is_full_id(query):
-            # An explicit reference: status, project, tag and importance do not apply; the gate never runs.
+            # An explicit reference: status, project, tag and importance do not apply; the gate never
+            # runs. A forgotten memory is left out of every tool all the same (memory-tools document).
             entry = self.lookup.entry(canonical_id(query))
-            matched = [entry] if entry is not None and self._fits(entry, spec, scoped=False) else []
+            matched = (
+                [entry]
+                if entry is not None and entry.status != "deleted" and self._fits(entry, spec, scoped=False)
+                else []
+            )
         else:
             # A timestamp window, not a reference: it honours the call's status and project scope.
             ids = self.index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)

@@ -101,6 +101,11 @@ class Reflect:
         wake = DEFAULT_WAKE_DAYS if spec.wake_days is None else spec.wake_days
         if isinstance(wake, bool) or not isinstance(wake, int) or not 1 <= wake <= MAX_WAKE_DAYS:
             raise InvalidInput(f"wake_days must be a whole number from 1 to {MAX_WAKE_DAYS} (default 7)")
+        if summary is None and not (goals_add or goals_remove or decisions or pending):
+            raise InvalidInput(
+                "reflect has nothing to record: pass at least one of summary (text for the "
+                "project_context slot), goals_add, goals_remove, decisions or pending (lists of texts)"
+            )
         name = project.name if project is not None else None
         decision_rows = [self._row(d, DECISION_TAG, "active", "decision", contract) for d in decisions]
         pending_rows = [self._row(p, PENDING_TAG, "draft", "capture", contract) for p in pending]

@@ -27,7 +27,6 @@ from typing import Any
 from vaultmem.errors import Conflict, InvalidInput, NotFound
 from vaultmem.filing import rules
 from vaultmem.graph.answer import Answer, WithColumns
-from vaultmem.graph.edges import remove_link
 from vaultmem.graph.links import EDGE_TYPES
 from vaultmem.graph.lookup import Lookup
 from vaultmem.graph.pipeline import Draft, Plan, run_writes
@@ -193,7 +192,7 @@ class Retention:
 
     # -- delete ---------------------------------------------------------------------------------------
     def delete(self, thought_id: object, confirm: bool, token: str | None) -> Answer:
-        entry = self.lookup.require(thought_id)
+        entry = self.lookup.require(thought_id, forgotten_ok=True)
         note_id = self.lookup.id_of(entry)
         if entry.status == "deleted":
             item = {"status": "already_deleted", "action": "deleted", "deleted": True, "thought_id": note_id}
@@ -225,7 +224,7 @@ class Retention:
         )
 
         def decide() -> Plan[None]:
-            current = self.lookup.require(note_id)
+            current = self.lookup.require(note_id, forgotten_ok=True)
             if current.status == "deleted":
                 return Plan([], None)
             self._refuse_protected(current)
@@ -251,6 +250,8 @@ class Retention:
         out = []
         for record in sorted(self.lookup.edges.incoming(note_id), key=lambda r: (r.source_id, r.type)):
             source = self.lookup.entry(record.source_id)
+            if source is not None and source.status == "deleted":
+                continue  # a forgotten thought is left out of every answer
             out.append(
                 {
                     "thought_id": record.source_id,
@@ -327,7 +328,7 @@ class Retention:
             for source_id in ids:
                 for edge_type in EDGE_TYPES:
                     if edge_type != "replaces":
-                        text, _gone = remove_link(text, edge_type, self._is(source_id))
+                        text, _gone = self.lookup.without_link(text, target.path, edge_type, source_id)
             draft.put(target.path, text, "compact: summary")
             return Plan(draft.writes(), None)
 
@@ -344,9 +345,6 @@ class Retention:
         }
         return Answer.one("compact", item, sources=len(ids))
 
-    def _is(self, note_id: str) -> Callable[[str], bool]:
-        return lambda name: self.lookup.resolves_to(name, note_id)
-
     def _summary_project(self, project_id: object, sources: list[Entry]) -> str | None:
         if project_id is None:
             projects = {e.project for e in sources}
@@ -360,10 +358,7 @@ class Retention:
 
     # -- helpers --------------------------------------------------------------------------------------
     def _live(self, thought_id: object) -> Entry:
-        entry = self.lookup.require(thought_id)
-        if entry.status == "deleted":
-            raise NotFound(f"thought {thought_id} is deleted; retention_review acts on live thoughts only")
-        return entry
+        return self.lookup.require(thought_id)  # a forgotten thought is a 404
 
     def _refuse_protected(self, entry: Entry) -> None:
         if entry.is_protected:

@@ -9,7 +9,7 @@ preview's token to run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +18,12 @@ from vaultmem.filing import rules
 from vaultmem.graph.answer import Answer
 from vaultmem.graph.edges import (
     Edge,
+    LinkTarget,
     add_link,
     check_edge_type,
     check_endpoints,
     created_at_of,
     decide_link,
-    remove_link,
 )
 from vaultmem.graph.links import typed_links
 from vaultmem.graph.lookup import Located, Lookup
@@ -137,8 +137,8 @@ class GraphStore:
         checked: list[dict[str, Any] | str] = []
         for row in rows:
             try:
-                if not isinstance(row, dict):
-                    raise InvalidInput("each thought is an object with at least `content`")
+                if not isinstance(row, dict) or "content" not in row:
+                    raise InvalidInput("each thought is an object with at least `content` (its text)")
                 spec = NewThought(**{k: v for k, v in row.items() if k in NewThought.__dataclass_fields__})
                 unknown = sorted(set(row) - set(NewThought.__dataclass_fields__))
                 if unknown:
@@ -231,11 +231,7 @@ class GraphStore:
         note_id = uuid7()
         slug = resolve_collision(
             make_slug(row["title"]),
-            lambda s: (
-                self.service.catalog.name_taken(directory, s)
-                or draft.reserved(f"{directory}/{s}.md")
-                or f"path:{directory}/{s}.md" in self.service._inflight
-            ),
+            lambda s: self.service.name_taken(directory, s) or draft.reserved_name(s),
             meaningful_words(row["title"], row["content"]),
             hash_source=note_id,
         )
@@ -261,7 +257,7 @@ class GraphStore:
         text = new_note_text(fields, row["content"])
         parent: Entry | None = row["parent"]
         if parent is not None:
-            text = add_link(text, "parent", self.lookup.link_name(parent), stamp)
+            text = add_link(text, "parent", self.lookup.link_to(parent), stamp)
         rel = f"{directory}/{slug}.md"
         draft.put(rel, text, "create", create=True)
         return rel
@@ -416,13 +412,13 @@ class GraphStore:
             created = old.created_at or now
             holder = source if old.source_id == sid else target
             other_id = old.target_id
-            text, _removed = remove_link(
-                draft.text_of(holder.path), old.type, lambda name: self.lookup.resolves_to(name, other_id)
+            text, _removed = self.lookup.without_link(
+                draft.text_of(holder.path), holder.path, old.type, other_id
             )
             draft.put(holder.path, text, "upgrade link")
         draft.put(
             source.path,
-            add_link(draft.text_of(source.path), edge_type, self.lookup.link_name(target), created),
+            add_link(draft.text_of(source.path), edge_type, self.lookup.link_to(target), created),
             "link",
         )
         return Edge.make(sid, edge_type, tid, created)
@@ -435,8 +431,9 @@ class GraphStore:
         stamp = None
         if source is not None and target is not None:
             meta = draft.text_of(source.path).meta
+            points_at = self.lookup.points_at(source.path, meta, edge.type, edge.target_id)
             for edge_type, name in typed_links(meta):
-                if edge_type == edge.type and self.lookup.resolves_to(name, edge.target_id):
+                if edge_type == edge.type and points_at(name):
                     stamp = created_at_of(meta, edge_type, name)
             stamp = stamp or source.updated or source.created
         return Edge(edge.id, edge.source_id, edge.target_id, edge.type, stamp or "")
@@ -526,19 +523,17 @@ class GraphStore:
                     located.append(hit)
             for hit in located:
                 edge = hit.edge
-                text, _removed = remove_link(
-                    draft.text_of(hit.source.path), edge.type, self._points_at(edge.target_id)
+                holder = hit.source.path
+                text, _removed = self.lookup.without_link(
+                    draft.text_of(holder), holder, edge.type, edge.target_id
                 )
-                draft.put(hit.source.path, text, action)
+                draft.put(holder, text, action)
             return Plan(draft.writes(), len(located))
 
         _notes, count = run_writes(
             self.service, decide, tool=TOOL, summary=f"{action} {len(edge_ids)} edge(s)"
         )
         return count or 0
-
-    def _points_at(self, target_id: str) -> Callable[[str], bool]:
-        return lambda name: self.lookup.resolves_to(name, target_id)
 
     # -- retype --------------------------------------------------------------------------------------
     def retype(self, edge_id: object, new_type: object, confirm: bool, token: str | None) -> Answer:
@@ -582,15 +577,13 @@ class GraphStore:
                 raise NotFound(f"Edge not found: edge {edge.id} was removed meanwhile")
             old = self._with_created(Draft(self.service), hit.edge)
             draft = Draft(self.service)
-            text, removed = remove_link(
-                draft.text_of(hit.source.path),
-                old.type,
-                lambda name: self.lookup.resolves_to(name, old.target_id),
-            )
+            holder = hit.source.path
+            text, removed = self.lookup.without_link(draft.text_of(holder), holder, old.type, old.target_id)
             target = self.lookup.entry(old.target_id)
             assert target is not None
-            name = removed[0] if removed else self.lookup.link_name(target)
-            draft.put(hit.source.path, add_link(text, new_type, name, old.created_at), "retype")
+            # The retyped link keeps the name it had (the person may have written a path form).
+            link = LinkTarget(removed[0], old.target_id) if removed else self.lookup.link_to(target)
+            draft.put(holder, add_link(text, new_type, link, old.created_at), "retype")
             return Plan(draft.writes(), Edge.make(old.source_id, new_type, old.target_id, old.created_at))
 
         _notes, new_edge = run_writes(

@@ -17,7 +17,7 @@ from typing import Any
 from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
 from vaultmem.filing import rules
 from vaultmem.graph.answer import Answer
-from vaultmem.graph.edges import Edge, add_link, check_endpoints, decide_link, remove_link
+from vaultmem.graph.edges import Edge, add_link, check_endpoints, decide_link
 from vaultmem.graph.lookup import Lookup, edge_of
 from vaultmem.graph.pipeline import Draft, Plan, run_writes
 from vaultmem.graph.thoughts import STATUS_FILTERS, Thought
@@ -379,13 +379,13 @@ class Supersede:
                 stamp = edge.created_at or now
                 draft.put(
                     new_src.path,
-                    add_link(holder, edge.type, self.lookup.link_name(new_tgt), stamp),
+                    add_link(holder, edge.type, self.lookup.link_to(new_tgt), stamp),
                     "merge: edge moved",
                 )
             self._remove(draft, edge)  # moved (or already held by the target): off the source
             transferred += 1
         # The target records the consolidation, then takes the merged content, tags and project.
-        text = add_link(draft.text_of(target.path), "replaces", self.lookup.link_name(source), now)
+        text = add_link(draft.text_of(target.path), "replaces", self.lookup.link_to(source), now)
         if content is not None:
             text = fm.with_body(text, content if content.endswith("\n") else content + "\n")
         changes: dict[str, Any] = {"updated": now}
@@ -403,8 +403,8 @@ class Supersede:
         holder = self.lookup.entry(edge.source_id)
         if holder is None:
             return
-        text, removed = remove_link(
-            draft.text_of(holder.path), edge.type, lambda name: self.lookup.resolves_to(name, edge.target_id)
+        text, removed = self.lookup.without_link(
+            draft.text_of(holder.path), holder.path, edge.type, edge.target_id
         )
         if removed:
             draft.put(holder.path, text, "merge: edge moved")

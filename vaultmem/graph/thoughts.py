@@ -88,6 +88,8 @@ class Thought:
     slug: str
     path: str
     url_links: tuple[tuple[str, str, str], ...] = ()
+    #: Provenance as the note records it (``source`` in its frontmatter), None when it records none.
+    source: tuple[str | None, str | None, str | None, str | None] | None = None
 
     @staticmethod
     def of(entry: Entry, note_id: str, body: str) -> Thought:
@@ -109,6 +111,7 @@ class Thought:
             slug=entry.slug,
             path=entry.path,
             url_links=entry.url_links,
+            source=_source_of(entry),
         )
 
     def columns(self) -> dict[str, Any]:
@@ -130,13 +133,22 @@ class Thought:
             "updated_at": self.updated_at,
             "slug": self.slug,
             "path": self.path,
+            "source": dict(zip(SOURCE_KEYS, self.source, strict=True)) if self.source else None,
         }
 
 
 THOUGHT_COLUMNS = (
     "id", "content", "status", "tags", "project", "title", "kind", "importance", "is_cluster",
-    "is_protected", "is_global", "surface_after", "created_at", "updated_at", "slug", "path",
+    "is_protected", "is_global", "surface_after", "created_at", "updated_at", "slug", "path", "source",
 )  # fmt: skip
+#: The keys of a thought's ``source`` column (design.md invariant 7: a reader can tell a fetched
+#: page, ``external-fetch`` / ``untrusted``, from the person's own words).
+SOURCE_KEYS = ("transport", "trust", "url", "id")
+
+
+def _source_of(entry: Entry) -> tuple[str | None, str | None, str | None, str | None] | None:
+    values = (entry.source_transport, entry.source_trust, entry.source_url, entry.source_id)
+    return values if any(v is not None for v in values) else None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from vaultmem.errors import CapReached, Conflict, GitError, IndexError_, InvalidInput, NotFound, VaultmemError
 from vaultmem.graph.answer import Answer, WithColumns
-from vaultmem.graph.thoughts import Shaping, Thought, shape
+from vaultmem.graph.thoughts import THOUGHT_COLUMNS, Shaping, Thought, shape
 from vaultmem.runtime import Runtime
 
 NO_CWD_WARNING = "no cwd — the answer spans every project"
@@ -138,9 +138,12 @@ def envelope(answer: Answer, scope: Scope, shaping: Shaping) -> dict[str, Any]:
 def shaping_for(
     compact: bool | None, fields: list[str] | None, include_url_links: bool | None, *, compact_default: bool
 ) -> Shaping:
+    # The known columns asked for, each once: shaping a page of thoughts then costs the same
+    # however long (or repetitive) the list a caller sent.
+    wanted = tuple(f for f in dict.fromkeys(fields) if f in THOUGHT_COLUMNS) if fields is not None else None
     return Shaping(
         compact=compact_default if compact is None else bool(compact),
-        fields=tuple(fields) if fields is not None else None,
+        fields=wanted,
         include_url_links=bool(include_url_links),
     )
 

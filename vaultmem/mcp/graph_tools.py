@@ -103,7 +103,7 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             bool, _d("search: fold hits that belong to a cluster under that cluster ({thought, members}).")
         ] = False,
         min_importance: Annotated[
-            float | None, _d("search: only thoughts at least this important (0-1).")
+            float | None, Field(ge=0, le=1, description="search: only thoughts at least this important, 0-1.")
         ] = None,
         limit: Annotated[
             int | None,
@@ -115,13 +115,20 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         offset: Annotated[int, _d("list: skip this many thoughts (page with offset += limit).")] = 0,
         min_relevance: Annotated[
             float | None,
-            _d(
-                "search/clusters: the noise gate on the calibrated 0-1 relevance scale (cosine-only hits "
-                "below it are dropped; 0 turns it off). Default from the settings (0.4)."
+            Field(
+                ge=0,
+                le=1,
+                description="search/clusters: the noise gate on the calibrated 0-1 relevance scale "
+                "(cosine-only hits below it are dropped; 0 turns it off). Default from the settings (0.4).",
             ),
         ] = None,
         recency_weight: Annotated[
-            float, _d("search: 0-1, how much recency counts against relevance (0 = not at all).")
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description="search: 0-1, how much recency counts against relevance (0 = not at all).",
+            ),
         ] = 0.0,
         recency_half_life_days: Annotated[
             float, _d("search: days after which a thought's recency score halves.")

@@ -33,6 +33,7 @@ from vaultmem.errors import VaultmemError
 from vaultmem.mcp.graph_tools import GRAPH_TOOL_NAMES, register_graph_tools
 from vaultmem.mcp.review_tools import REVIEW_TOOL_NAMES, register_review_tools
 from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
+from vaultmem.mcp.validation import ToolServer
 from vaultmem.runtime import Runtime
 from vaultmem.search import MAX_LIMIT, SearchRequest
 
@@ -108,7 +109,7 @@ def _call(fn: Callable[[], T]) -> T:
 # -- the tools ----------------------------------------------------------------------------------
 def build_mcp_server(runtime: Runtime) -> MCPServer[Any]:
     """An MCP server exposing the four memory tools on ``runtime``'s vault."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = ToolServer(
         "vaultmem", instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     service = runtime.service

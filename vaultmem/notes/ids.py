@@ -80,3 +80,13 @@ def derived_uuid7(ms: int, seed: bytes) -> str:
     rand = digest & ((1 << 62) - 1)
     value = (max(ms, 0) & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand
     return str(uuid.UUID(int=value))
+
+
+#: Namespace of ids derived for notes a person wrote without an ``id`` (stable while the path is).
+_DERIVED_NS = uuid.UUID("8f7a4c52-3c1e-4d0b-9a55-6b1d2f0e7a10")
+
+
+def derived_id(path: str) -> str:
+    """The id of a note without one (or of a copy whose id another file holds): a UUID derived
+    from its vault path, so it is stable while the file keeps its name."""
+    return str(uuid.uuid5(_DERIVED_NS, path))

@@ -11,11 +11,12 @@ vaultmem wrote them, see ``notes/frontmatter.py``) and then the body:
   newest; ``occurrences`` the base plus both sides' increments; ``tags``, the nine typed-link lists
   and ``url_links`` as a three-way set merge (an item either side added is kept; an item one side
   removed stays removed, because the other side still having it from the base says nothing: only
-  an item in neither the base nor a side is "new"); the ``link_created`` map key by key the same way
-  (a key both changed takes the later time); ``status`` the stronger end of life (deleted >
-  superseded > archived > expired > active > unfiled), with ``deleted_at`` and ``delete_reason``
-  following the side whose status won. A status set on one side wins over an untouched side like
-  any one-sided change; either way the change is reported, for the merge commit's message.
+  an item in neither the base nor a side is "new"); the ``link_created`` and ``link_targets`` maps
+  key by key the same way (a key both changed takes the later time, or the larger id); ``status``
+  the stronger end of life (deleted > superseded > archived > expired > active > unfiled), with
+  ``deleted_at`` and ``delete_reason`` following the side whose status won. A status set on one
+  side wins over an untouched side like any one-sided change; either way the change is reported,
+  for the merge commit's message.
 - An unknown key both sides changed is line-merged (diff3) when that merges cleanly into one valid
   entry; otherwise, like any other owned key both sides set differently, the *newer* side's value
   is kept (the newer ``updated``; on a tie, the larger bytes: both machines pick the same side).
@@ -62,6 +63,8 @@ EDGE_LIST_KEYS = (
     "contradicts", "supports",
 )  # fmt: skip
 LINK_CREATED_KEY = "link_created"
+#: The id each link was made for (``graph.links.LINK_TARGETS_KEY``): merged key by key like the times.
+LINK_TARGETS_KEY = "link_targets"
 #: Statuses by strength: when both sides changed the status, the stronger end of life wins.
 STATUS_RANK = {"unfiled": 0, "active": 1, "expired": 2, "archived": 3, "superseded": 4, "deleted": 5}
 _STATUS_FOLLOWERS = ("deleted_at", "delete_reason")
@@ -353,7 +356,7 @@ def _rule(key: str) -> Callable[[Any, Any, Any, Side], Any] | None:
         )
     if key in EDGE_LIST_KEYS or key == "url_links":
         return lambda b, o, t, newer: _merge_items(_as_list(b), _as_list(o), _as_list(t), newer) or _MISSING
-    if key == LINK_CREATED_KEY:
+    if key in (LINK_CREATED_KEY, LINK_TARGETS_KEY):
         return lambda b, o, t, newer: _merge_map(b, o, t, newer) or _MISSING
     return None
 

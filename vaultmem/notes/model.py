@@ -21,9 +21,9 @@ OWNED_KEYS = (
     "id", "title", "kind", "status", "project", "tags", "created", "updated", "importance",
     "occurrences", "source", "filing", "instructions", "always_load", "deleted_at", "delete_reason",
     "is_cluster", "is_protected", "is_global", "surface_after", "url_links",
-    # Typed links (vaultmem.graph.links.EDGE_TYPES) and their creation times.
+    # Typed links (vaultmem.graph.links.EDGE_TYPES), their creation times and target ids.
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on", "contradicts",
-    "supports", "link_created",
+    "supports", "link_created", "link_targets",
 )  # fmt: skip
 #: Boolean flags of a thought (graph tools); written only when true, absent means false.
 FLAG_KEYS = ("is_cluster", "is_protected", "is_global")

@@ -3,6 +3,12 @@
 A slug is Unicode NFC text folded to lower-case ASCII letters, digits and single hyphens. It is
 never empty, never longer than ``MAX_SLUG``, and never a name any of Linux, macOS or Windows
 reserves, so ``<slug>.md`` is a valid file name everywhere a vault may be synced to.
+
+Folding keeps what compatibility decomposition (NFKD) turns into ASCII, as before (``crème`` ->
+``creme``); a letter or digit that has no such form (Cyrillic, Greek, CJK, Arabic, ...) is
+transliterated by ``anyascii`` (``Привет мир`` -> ``privet-mir``) instead of being dropped. A
+syllable or ideograph it spells with a capital (``東`` -> ``Dong``) stands as its own word
+(``東京の天気`` -> ``dong-jing-no-tian-qi``), since those scripts write no spaces between words.
 """
 
 from __future__ import annotations
@@ -11,6 +17,9 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from anyascii import anyascii
 
 MAX_SLUG = 64
 FALLBACK_SLUG = "note"
@@ -46,9 +55,24 @@ STOP_WORDS = frozenset(
 def fold(text: str) -> str:
     """Fold text to lower-case ASCII words separated by single hyphens (may be empty)."""
     text = unicodedata.normalize("NFC", text).translate(_FOLD)
-    decomposed = unicodedata.normalize("NFKD", text)
-    ascii_text = decomposed.encode("ascii", "ignore").decode("ascii").lower()
-    return _NON_SLUG.sub("-", ascii_text).strip("-")
+    if not text.isascii():
+        text = "".join(_ascii_of(ch) for ch in text)
+    return _NON_SLUG.sub("-", text.lower()).strip("-")
+
+
+@lru_cache(maxsize=8192)
+def _ascii_of(ch: str) -> str:
+    """One character as ASCII: its NFKD form when that is ASCII, else (for a letter or digit) its
+    ``anyascii`` transliteration; anything else (a symbol, an emoji, a lone mark) is dropped."""
+    if ch.isascii():
+        return ch
+    decomposed = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
+    if decomposed or unicodedata.category(ch)[0] not in "LN":
+        return decomposed
+    spelled = anyascii(ch)
+    if ch.isalpha() and not ch.isupper() and not ch.islower() and spelled[:1].isupper():
+        return f" {spelled} "  # a syllable or an ideograph of a script without word spaces
+    return spelled
 
 
 def _cap(slug: str, limit: int) -> str:
@@ -88,11 +112,11 @@ def meaningful_words(*texts: str) -> list[str]:
     words: list[str] = []
     for text in texts:
         for raw in _WORD.findall(text):
-            word = fold(raw).replace("-", "")
-            if len(word) < 2 or word in STOP_WORDS or word.isdigit() or word in seen:
-                continue
-            seen.add(word)
-            words.append(word)
+            for word in fold(raw).split("-"):  # a run of ideographs folds to several words
+                if len(word) < 2 or word in STOP_WORDS or word.isdigit() or word in seen:
+                    continue
+                seen.add(word)
+                words.append(word)
     return words
 
 

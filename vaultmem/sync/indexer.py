@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,23 +18,17 @@ from vaultmem.graph.links import edges_of, typed_links
 from vaultmem.index.records import EdgeRecord, NoteRecord
 from vaultmem.index.store import NoteIndex
 from vaultmem.notes.frontmatter import MalformedNote
+from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 
 log = logging.getLogger(__name__)
-#: Namespace of ids derived for notes a person wrote without an ``id`` (stable while the path is).
-_DERIVED_NS = uuid.UUID("8f7a4c52-3c1e-4d0b-9a55-6b1d2f0e7a10")
 Progress = Callable[[int, int], None]
 #: Above this many changed sources, edges reach the index's table in the background.
 BACKGROUND_BATCH = 32
 #: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
 CONFLICT_COPY_TAG = "conflict-copy"
-
-
-def derived_id(path: str) -> str:
-    """The id of a note without one: a UUID derived from its vault path."""
-    return str(uuid.uuid5(_DERIVED_NS, path))
 
 
 def index_id(note: Note | Entry, catalog: Catalog | None = None) -> str:
@@ -102,11 +95,16 @@ class EdgeSync:
         self._flusher: threading.Thread | None = None
         self._closed = False
 
-    def _resolve(self, target: str) -> str | None:
-        entry = self.catalog.resolve_link(target)
-        if entry is None:
-            return None
-        return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+    def _resolver(self, source: str) -> Callable[[str, str | None], str | None]:
+        """Resolve the links of the note at ``source``: (name, recorded id) -> the target's id."""
+
+        def resolve(target: str, recorded: str | None) -> str | None:
+            entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
+            if entry is None:
+                return None
+            return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+
+        return resolve
 
     def update(self, note: Note) -> None:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
@@ -123,7 +121,7 @@ class EdgeSync:
                 if not typed_links(meta) and source_id not in self._out:
                     continue
                 edges, _dangling = edges_of(
-                    source_id, meta, self._resolve, note.updated or note.created or ""
+                    source_id, meta, self._resolver(note.path), note.updated or note.created or ""
                 )
                 self._set(source_id, edges)
                 changed.append(source_id)

@@ -21,8 +21,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from vaultmem.errors import InvalidInput
-from vaultmem.graph.links import typed_links
+from vaultmem.graph.links import recorded_targets, typed_links
 from vaultmem.notes.frontmatter import MalformedNote
+from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
@@ -63,6 +64,12 @@ class Entry:
     is_global: bool = False
     surface_after: str | None = None
     url_links: tuple[tuple[str, str, str], ...] = ()
+    #: Provenance (``source.transport`` and ``source.trust``): how the text arrived, and how far
+    #: it is trusted (a fetched page is ``external-fetch`` / ``untrusted``).
+    source_transport: str | None = None
+    source_trust: str | None = None
+    #: ``link_targets``: (link key ``type/name``, id of the note the link was made for) pairs.
+    link_ids: tuple[tuple[str, str], ...] = ()
 
     @property
     def slug(self) -> str:
@@ -101,6 +108,9 @@ class Entry:
             is_global=note.is_global,
             surface_after=note.surface_after,
             url_links=note.url_links,
+            source_transport=_text_or_none(note.source.get("transport")),
+            source_trust=_text_or_none(note.source.get("trust")),
+            link_ids=tuple(recorded_targets(note.text.meta).items()) if note.text is not None else (),
         )
 
 
@@ -225,6 +235,12 @@ class Catalog:
         copy = is_conflict_copy(entry.path)
         if entry.id:
             owner = self._by_id.get(entry.id)
+            if owner is not None and owner != entry.path and not (self.layout.root / owner).exists():
+                # The file that held the id is gone: a rename whose new name was seen first (the
+                # watcher takes paths in sorted order). The note keeps its id at its new path.
+                self._remove(owner)
+                self.problems.pop(owner, None)
+                owner = None
             if owner is not None and owner != entry.path and is_conflict_copy(owner) and not copy:
                 # A sync client's copy was seen first: the original takes its id back.
                 self.problems[owner] = _same_id(owner, entry.path)
@@ -296,18 +312,40 @@ class Catalog:
             rel = self._by_idem.get(tag)
             return self._by_path.get(rel) if rel else None
 
-    def resolve_link(self, target: str) -> Entry | None:
+    def resolve_link(
+        self, target: str, *, source: str | None = None, recorded: str | None = None
+    ) -> Entry | None:
         """The note a wikilink target names: a vault path (``folder/name``) or a file name.
 
-        A bare name that several folders share resolves to the first path in sort order, as
-        Obsidian's shortest-path links would be ambiguous there too.
+        ``recorded`` is the id the linking note recorded for this link (``link_targets``): while a
+        note has that id, the link is that note's, whatever names changed since (a clash, a rename
+        outside Obsidian). Otherwise the name decides, as Obsidian resolves it: a path exactly; a
+        bare name shared by several notes goes to the closest one, in the folder of the linking
+        note ``source`` first, then the shortest path, then the first in sort order.
         """
         name = target.strip().removesuffix(".md")
         with self._lock:
+            if recorded:
+                owner = self._by_id.get(recorded)
+                if owner is not None:
+                    return self._by_path.get(owner)
             if "/" in name:
                 return self._by_path.get(f"{name}.md")
             paths = self._by_stem.get(name.lower())
-            return self._by_path.get(min(paths)) if paths else None
+            if not paths:
+                return None
+            if recorded:  # the note it was made for has no id of its own: its id is its path's
+                made_for = next((p for p in paths if derived_id(p) == recorded), None)
+                if made_for is not None:
+                    return self._by_path.get(made_for)
+            here = _dir_of(source) if source is not None else None
+            best = min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
+            return self._by_path.get(best)
+
+    def paths_named(self, name: str) -> list[str]:
+        """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
+        with self._lock:
+            return sorted(self._by_stem.get(name.lower(), ()))
 
     def with_fingerprint(self, fp: str) -> list[Entry]:
         with self._lock:
@@ -338,12 +376,15 @@ class Catalog:
                 or data.get("fields") != _FIELDS
             ):
                 return {}
-            tags, links, url_links = (_FIELDS.index(n) for n in ("tags", "links", "url_links"))
+            tags = _FIELDS.index("tags")
+            pairs = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
             out = {}
             for row in data["entries"]:
+                if len(row) != len(_FIELDS):  # fields with defaults would take a short row
+                    return {}
                 row[tags] = tuple(row[tags])
-                row[links] = tuple(tuple(link) for link in row[links])
-                row[url_links] = tuple(tuple(link) for link in row[url_links])
+                for i in pairs:
+                    row[i] = tuple(tuple(item) for item in row[i])
                 entry = Entry(*row)
                 out[entry.path] = entry
             return out
@@ -363,6 +404,10 @@ class Catalog:
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values
 #: (a third of the size of one JSON object per entry, and quicker to read back).
 _FIELDS = [f.name for f in fields(Entry)]
+
+
+def _text_or_none(value: object) -> str | None:
+    return str(value) if value is not None and not isinstance(value, dict | list) else None
 
 
 def _same_id(path: str, other: str) -> str:

@@ -1,0 +1,152 @@
+"""The MCP server every vaultmem tool runs in, and how it answers arguments that do not fit a tool.
+
+The SDK checks a call's arguments against the tool's input schema (pydantic) before the tool runs,
+and on a mismatch answers ``isError`` with its own text ("Error executing tool memory_recall: 1
+validation error for memory_recallArguments ...") and no status code. :class:`ToolServer` answers
+such a call in the wire envelope instead, as a classified failure ``{message, statusCode: 400,
+retryable: false}`` whose message names each argument at fault and the values it allows, read from
+the same schema the client was given. A vaultmem error raised inside one of the four memory tools
+reaches the caller the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
+Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
+
+from vaultmem.errors import InvalidInput, VaultmemError
+from vaultmem.mcp.envelope import failure
+
+#: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
+MAX_SHOWN = 60
+
+
+class ToolServer(MCPServer[Any]):
+    """``MCPServer`` whose refusals are classified failures in the wire envelope."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            cause = _origin(exc)
+            if isinstance(cause, ValidationError):
+                schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+                return failure(InvalidInput(invalid_arguments(name, cause, schema)))
+            if isinstance(cause, VaultmemError):
+                return failure(cause)
+            raise
+
+
+def _origin(exc: BaseException) -> BaseException:
+    """The first exception in ``exc``'s chain of causes that is not the SDK's ``ToolError`` wrapper."""
+    seen: set[int] = set()
+    while isinstance(exc, ToolError) and exc.__cause__ is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return exc
+
+
+def invalid_arguments(tool: str, error: ValidationError, schema: Mapping[str, Any]) -> str:
+    """One sentence per argument at fault, each naming what the argument allows."""
+    problems = [_problem(e, schema) for e in error.errors(include_url=False)]
+    unique = list(dict.fromkeys(problems))
+    return f"{tool} refused its arguments: {'; '.join(unique)}. Nothing ran; fix the call and send it again"
+
+
+def _problem(error: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
+    loc: Sequence[Any] = error.get("loc", ())
+    where = _where(loc)
+    if error.get("type") == "missing":
+        return f"{where} is required"
+    allowed = describe(_schema_at(schema, loc))
+    shown = _shown(error.get("input"))
+    if allowed:
+        return f"{where} must be {allowed}, not {shown}"
+    return f"{where}: {error.get('msg', 'not a valid value')}, not {shown}"
+
+
+def _where(loc: Sequence[Any]) -> str:
+    if not loc:
+        return "the arguments"
+    text = str(loc[0])
+    for part in loc[1:]:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def _schema_at(schema: Mapping[str, Any], loc: Sequence[Any]) -> Mapping[str, Any]:
+    """The part of a JSON schema that describes the value at ``loc`` (empty when unknown)."""
+    node: Mapping[str, Any] = schema
+    for part in loc:
+        node = _non_null(node)
+        if isinstance(part, int):
+            items = node.get("items")
+            node = items if isinstance(items, Mapping) else {}
+        else:
+            props = node.get("properties")
+            extra = node.get("additionalProperties")
+            if isinstance(props, Mapping) and part in props:
+                node = props[part]
+            elif isinstance(extra, Mapping):
+                node = extra
+            else:
+                return {}
+    return node
+
+
+def _non_null(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An optional argument's schema without its ``null`` branch (``anyOf: [X, {type: null}]``)."""
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        real = [o for o in options if isinstance(o, Mapping) and o.get("type") != "null"]
+        if len(real) == 1:
+            return {**{k: v for k, v in node.items() if k != "anyOf"}, **real[0]}
+    return node
+
+
+def describe(node: Mapping[str, Any]) -> str:
+    """What a JSON schema allows, in words: ``one of a, b``, ``a whole number from 1 to 100`` ..."""
+    node = _non_null(node)
+    if "enum" in node:
+        return "one of " + ", ".join(str(v) for v in node["enum"])
+    if "const" in node:
+        return repr(node["const"])
+    kind = node.get("type")
+    if kind in ("integer", "number"):
+        noun = "a whole number" if kind == "integer" else "a number"
+        low, high = node.get("minimum"), node.get("maximum")
+        if low is not None and high is not None:
+            return f"{noun} from {low} to {high}"
+        if low is not None:
+            return f"{noun}, at least {low}"
+        if high is not None:
+            return f"{noun}, at most {high}"
+        return noun
+    if kind == "boolean":
+        return "true or false"
+    if kind == "string":
+        return "text"
+    if kind == "array":
+        items = node.get("items")
+        inner = describe(items) if isinstance(items, Mapping) else ""
+        inner = {"an object": "objects", "text": "texts", "true or false": "booleans"}.get(inner, inner)
+        return f"a list of {inner}" if inner else "a list"
+    if kind == "object":
+        return "an object"
+    return ""
