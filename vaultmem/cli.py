@@ -261,6 +261,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"{report.notes} notes, {report.index_rows} indexed")
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
+        ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
         ("sync conflict copies (compare and merge by hand)", report.conflict_copies),
         (
             "dangling links",

@@ -10,6 +10,7 @@ from vaultmem.index.store import NoteIndex
 from vaultmem.vault.catalog import Catalog, read_note
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
+from vaultmem.vault.reading import shown
 
 _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 
@@ -18,6 +19,8 @@ _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 class DoctorReport:
     notes: int = 0
     malformed: dict[str, str] = field(default_factory=dict)
+    #: Files named like notes that are never read: a name that is not UTF-8, a pipe, a socket.
+    skipped: dict[str, str] = field(default_factory=dict)
     conflict_copies: list[str] = field(default_factory=list)
     dangling_links: list[dict[str, str]] = field(default_factory=list)
     index_rows: int = 0
@@ -30,8 +33,9 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return not (
-            self.malformed or self.conflict_copies or self.dangling_links or self.index_missing
-            or self.index_stale or self.index_extra or self.index_needs_rebuild or self.uncommitted
+            self.malformed or self.skipped or self.conflict_copies or self.dangling_links
+            or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
+            or self.uncommitted
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,6 +55,7 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
     entries = list(catalog.entries())
     report.notes = len(entries)
     report.malformed = dict(catalog.problems)
+    report.skipped = dict(catalog.skipped)
     # Listed for the person to merge by hand (memory_status's health check can report the same list).
     paths = {e.path for e in entries} | set(catalog.problems)
     report.conflict_copies = sorted(p for p in paths if is_conflict_copy(p))
@@ -71,5 +76,5 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
         report.index_missing = sorted(p for p in wanted if p not in hashes)
         report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
         report.index_extra = sorted(p for p in hashes if p not in wanted)
-    report.uncommitted = sorted(set(repo.pending_changes()))
+    report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
     return report

@@ -29,7 +29,7 @@ from vaultmem.search import SearchRequest, check_kind_filter, memory_search
 from vaultmem.service import VaultService
 from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
-from vaultmem.vault.history import CommitWriter
+from vaultmem.vault.history import CommitWriter, hand_edit_message
 from vaultmem.vault.layout import is_side_file
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class Runtime:
         watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
         """
         if is_side_file(rel):
-            return "changed"
+            return "skipped" if self.service.layout.skip_reason(rel) else "changed"
         return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
 
     def _rescan(self) -> list[str]:
@@ -176,13 +176,10 @@ class Runtime:
         return [*report.indexed, *report.removed]
 
     def _commit_hand_edits(self, paths: list[str]) -> None:
-        lines = "\n".join(f"- {p}" for p in paths[:50])
-        more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
-        title = f"hand edit: {paths[0]}" if len(paths) == 1 else f"hand edits: {len(paths)} files"
+        root = self.service.layout.root
+        deleted = {p for p in paths if not os.path.lexists(root / p)}
         commits: CommitWriter = self.service.commits
-        commits.submit(
-            paths, f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n", record=False
-        )
+        commits.submit(paths, hand_edit_message(paths, deleted), record=False)
 
     def start_watching(self) -> VaultWatcher:
         watcher = VaultWatcher(

@@ -52,6 +52,9 @@ SHORT_MESSAGE = 200
 HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("malformed_notes", "vault", "error", "notes whose frontmatter vaultmem cannot read (never rewritten)",
      "fix each file by hand; `vaultmem doctor` lists them"),
+    ("skipped_files", "vault", "warning",
+     "files named like notes that vaultmem never reads: a name that is not UTF-8, a named pipe, a socket",
+     "rename each file (or remove the pipe or socket); `vaultmem doctor` lists them"),
     ("sync_conflict_copies", "vault", "warning", "conflict copies a sync client left beside the original",
      "merge each copy into its original by hand, then delete the copy"),
     ("dangling_links", "graph", "warning", "typed links whose target no note answers to",
@@ -277,6 +280,7 @@ class Status:
         service.projects.projects(service.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, list[Any]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
+            "skipped_files": [{"path": p, "problem": m} for p, m in sorted(report.skipped.items())],
             "sync_conflict_copies": [{"path": p} for p in report.conflict_copies],
             "dangling_links": list(report.dangling_links),
             "index_missing": [{"path": p} for p in report.index_missing],

@@ -29,6 +29,11 @@ T = TypeVar("T")
 #: note read more often than the debounce (a poller, a sync client's scan) would never be indexed.
 _READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
 _WATCHDOG_LOGGERS = ("watchdog.observers.inotify", "watchdog.observers.inotify_c")
+#: What ``sync_path`` did that is the person's change to record in git: a note indexed or removed,
+#: a side file changed, and also a note left out of the index (malformed frontmatter, a name that
+#: is not UTF-8): git is the audit trail of what the person did too. A pipe or socket (``skipped``)
+#: is nothing git could record.
+_COMMITTED = frozenset({"indexed", "removed", "changed", "malformed", "unreadable"})
 
 
 class _OverflowSpy(logging.Handler):
@@ -105,6 +110,8 @@ class VaultWatcher:
         self._watched: set[Path] = set()
         self._new_folders: set[Path] = set()
         self.processed = 0
+        #: Rescans finished (periodic, requested or after an overflow), for tests and status.
+        self.rescans = 0
 
     # -- events -------------------------------------------------------------------------------
     def relative(self, raw: str) -> str | None:
@@ -223,10 +230,11 @@ class VaultWatcher:
             if rescan:
                 next_rescan = now + self.rescan_interval
                 changed.extend(_safe(self._rescan, []))
+                self.rescans += 1
             for rel in ready:
                 outcome = _safe(partial(self._sync_path, rel), "error")
                 self.processed += 1
-                if outcome in ("indexed", "removed", "changed"):  # changed: a side file (no index)
+                if outcome in _COMMITTED:
                     changed.append(rel)
             if changed:
                 with self._cond:

@@ -12,16 +12,18 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import stat
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultmem.errors import GitError
+from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
 _ALREADY_RECORDED = (
@@ -131,10 +133,15 @@ class GitRepo:
         input_bytes: bytes | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = 120,
+        errors: str = "replace",
     ) -> str:
-        """Run a git command in the work tree and return its standard output."""
+        """Run a git command in the work tree and return its standard output.
+
+        ``errors="surrogateescape"`` keeps paths that are not UTF-8 usable as file names (git
+        prints a path's bytes as they are, with ``core.quotepath=off``).
+        """
         result = self.run(*args, check=check, input_bytes=input_bytes, env=env, timeout=timeout)
-        return result.stdout.decode("utf-8", "replace")
+        return result.stdout.decode("utf-8", errors)
 
     def is_repo(self) -> bool:
         try:
@@ -169,17 +176,18 @@ class GitRepo:
         unique = sorted(set(paths))
         if not unique:
             return False
-        # A path that is neither on disk nor tracked (created and removed between two commits)
-        # would make git refuse the whole pathspec: leave such paths out.
+        # A path that is neither on disk nor tracked (created and removed between two commits), or
+        # that git cannot record (a named pipe, a socket), would make git refuse the whole
+        # pathspec: leave such paths out.
         tracked_missing = self._tracked(unique)
-        unique = [p for p in unique if p in tracked_missing or (self.work_tree / p).exists()]
+        unique = [p for p in unique if p in tracked_missing or _committable(self.work_tree / p)]
         if not unique:
             return False
         # Paths and message go through stdin and a file, not argv: a batch of thousands of notes
         # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all). The
         # file lives in the git directory (never synced, never committed, swept at start if a kill
         # left it), not in the system temp folder.
-        listed = "\0".join(unique).encode("utf-8")
+        listed = "\0".join(unique).encode("utf-8", "surrogateescape")  # a name's own bytes
         self._with_lock_retries(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
         )
@@ -189,7 +197,7 @@ class GitRepo:
             self._with_lock_retries(
                 "commit", "-q", "--no-verify", "--allow-empty-message", "-F", "-",
                 f"--pathspec-from-file={spec.name}", "--pathspec-file-nul",
-                input_bytes=message.encode("utf-8"),
+                input_bytes=message.encode("utf-8", "replace"),
             )  # fmt: skip
         except GitError as exc:
             # Another commit already took these paths' current content (git words it three ways;
@@ -214,15 +222,15 @@ class GitRepo:
         self._with_lock_retries("update-ref", "-m", "vaultmem: audit line", "HEAD", new, head)
 
     def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
-        missing = [p for p in paths if not (self.work_tree / p).exists()]
+        missing = [p for p in paths if not _committable(self.work_tree / p)]
         if not missing:
             return frozenset()
-        out = self.git("ls-files", "-z", "--", *missing)
+        out = self.git("ls-files", "-z", "--", *missing, errors="surrogateescape")
         return frozenset(p for p in out.split("\0") if p)
 
     def pending_changes(self) -> list[str]:
         """Vault-relative paths git sees as changed or untracked (ignored files excluded)."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", errors="surrogateescape")
         paths: list[str] = []
         records = out.split("\0")
         i = 0
@@ -257,6 +265,45 @@ class GitRepo:
             sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
             entries.append({"commit": sha, "date": date, "author": author, "message": body.strip()})
         return entries
+
+
+def _committable(path: Path) -> bool:
+    """True for what git can record at ``path``: a file or a symlink (not a pipe, not a socket)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+
+#: Notes named in a subject before it says how many more there are.
+SUBJECT_NAMES = 3
+
+
+def names_in_subject(names: Sequence[str]) -> str:
+    """Up to :data:`SUBJECT_NAMES` names for a commit subject, then how many more."""
+    shown_names = ", ".join(names[:SUBJECT_NAMES])
+    more = len(names) - SUBJECT_NAMES
+    return f"{shown_names} and {more} more" if more > 0 else shown_names
+
+
+def hand_edit_message(paths: Sequence[str], deleted: Collection[str] = ()) -> str:
+    """The message of the watcher's commit of hand edits; a deletion says it is one.
+
+    One file: ``hand edit: <path>`` or ``hand deletion: <path>``. Several: ``hand edits: N files
+    (K deleted): a, b, c and 2 more``, naming the notes by file name; the body lists each path.
+    """
+    if len(paths) == 1:
+        verb = "deletion" if paths[0] in deleted else "edit"
+        title = f"hand {verb}: {shown(paths[0])}"
+    else:
+        gone = sum(1 for p in paths if p in deleted)
+        count = f"{len(paths)} files" + (f" ({gone} deleted)" if gone else "")
+        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
+        title = f"hand edits: {count}: {names_in_subject(stems)}"
+    lines = "\n".join(f"- {'deleted' if p in deleted else 'edited'} {shown(p)}" for p in paths[:50])
+    more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
+    return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
 
 
 def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
