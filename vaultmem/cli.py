@@ -239,7 +239,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
     layout = VaultLayout(settings.vault, settings.state_dir)
-    repo = GitRepo(layout.root)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
     if not layout.root.is_dir() or not repo.is_repo():
         raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
     catalog = Catalog(layout)
@@ -271,6 +271,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
+        ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
@@ -283,6 +284,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 print(f"  {item}")
     print("\nall consistent" if report.ok else "")
     return 0 if report.ok else 1
+
+
+def _git_lock_line(lock: dict[str, Any]) -> str:
+    age = f"{lock['age_s']:.0f} s old"
+    if lock["stale"]:
+        return (
+            f"{lock['path']}: stale ({age}, no process holds it: a git killed mid-commit); vaultmem "
+            "removes it at its next commit, or remove it yourself"
+        )
+    if lock["held"] is None:
+        return f"{lock['path']}: {age}; cannot tell whether a process holds it, so vaultmem leaves it"
+    if lock["held"]:
+        return f"{lock['path']}: held by a running process ({age}); vaultmem waits for it"
+    return f"{lock['path']}: {age}, no process holds it; stale once older than the lock timeout"
 
 
 def build_parser() -> argparse.ArgumentParser:

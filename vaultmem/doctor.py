@@ -29,13 +29,20 @@ class DoctorReport:
     index_extra: list[str] = field(default_factory=list)
     index_needs_rebuild: bool = False
     uncommitted: list[str] = field(default_factory=list)
+    #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
+    git_locks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def stale_git_locks(self) -> list[dict[str, Any]]:
+        """Locks no process holds, older than the lock timeout: left by a git killed mid-commit."""
+        return [lock for lock in self.git_locks if lock["stale"]]
 
     @property
     def ok(self) -> bool:
         return not (
             self.malformed or self.skipped or self.conflict_copies or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
-            or self.uncommitted
+            or self.uncommitted or self.stale_git_locks
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,4 +84,5 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
         report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
         report.index_extra = sorted(p for p in hashes if p not in wanted)
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
+    report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     return report

@@ -68,6 +68,9 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
      "run `vaultmem reindex`"),
     ("uncommitted_changes", "git", "warning", "files changed in the vault but not committed",
      "wait for the watcher's commit, or restart vaultmem (it commits them at start)"),
+    ("stale_git_locks", "git", "warning",
+     "git lock files no process holds, older than the lock timeout (a git killed mid-commit)",
+     "nothing to do: vaultmem removes a stale lock at its next commit (or remove it yourself)"),
     ("project_registry", "projects", "error", "project.yaml files that cannot be read",
      "fix each file by hand"),
     ("contradiction_in_cluster", "semantic consistency", "warning",
@@ -288,6 +291,7 @@ class Status:
             "index_extra": [{"path": p} for p in report.index_extra],
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
+            "stale_git_locks": report.stale_git_locks,
             "project_registry": [
                 {"path": p, "problem": m} for p, m in sorted(service.projects.problems.items())
             ],

@@ -3,8 +3,10 @@
 The git CLI runs in a subprocess (more robust in a long-lived daemon than library objects). One
 writer thread makes every commit, grouping writes that queue up under load into one commit that
 names each of them. A lock held by a person's git (``index.lock``) gets bounded retries and then a
-clear error; vaultmem never deletes a lock it did not create, and never loses the write: the file is
-already durable on disk and the next attempt (or the next start) commits it.
+clear error; vaultmem never deletes a lock a process holds, and never loses the write: the file is
+already durable on disk and the next attempt (or the next start) commits it. A lock nobody holds
+that is older than the lock timeout was left by a git killed mid-commit: it is removed and logged
+(:mod:`vaultmem.vault.gitlock`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultmem.errors import GitError
+from vaultmem.errors import GitError, GitLocked
+from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
 from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
@@ -158,15 +161,49 @@ class GitRepo:
             except GitError as exc:
                 if not any(m in str(exc) for m in _LOCK_MARKERS):
                     raise
+                lock = lock_named_in(str(exc), self.git_dir)
+                if lock is not None and self.remove_if_stale(lock):
+                    continue  # a lock a killed git left behind: gone now, try again at once
                 if time.monotonic() >= deadline:
-                    raise GitError(
-                        f"git is locked by another process (index.lock) and stayed locked for "
-                        f"{self.lock_timeout:.0f}s; vaultmem left the lock alone. The change is safe on "
-                        "disk and will be committed on the next attempt: finish or abort the other git "
-                        "command, or remove a stale .git/index.lock yourself if no git is running"
+                    shown_lock = lock.name if lock is not None else "index.lock"
+                    raise GitLocked(
+                        f"git is locked by another process ({shown_lock}) and stayed locked for "
+                        f"{self.lock_timeout:.0f}s; vaultmem leaves a lock a running process holds alone. "
+                        "The change is safe on disk and will be committed on the next attempt: finish "
+                        "or abort the other git command"
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    def remove_if_stale(self, lock: Path) -> bool:
+        """Remove ``lock`` if it is stale (older than the lock timeout, held by no process, no git
+        running in the repository: see :mod:`vaultmem.vault.gitlock`); True if it is gone now."""
+        state = inspect(lock, self.work_tree, self.git_dir)
+        if state is None:
+            return True  # released meanwhile
+        if not state.stale(self.lock_timeout):
+            return False
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            log.warning("could not remove the stale git lock %s: %s", lock, exc)
+            return False
+        log.warning(
+            "removed a stale git lock %s: %.0f s old and no process held it open (a git killed "
+            "mid-commit, say by a supervisor stopping the whole process group)",
+            lock,
+            state.age_s,
+        )
+        return True
+
+    def locks(self) -> list[GitLock]:
+        """git's lock files in this repository now, live or stale (``vaultmem doctor`` lists them)."""
+        try:
+            return find_locks(self.work_tree, self.git_dir)
+        except (OSError, GitError):
+            return []
 
     def commit_paths(self, paths: Sequence[str], message: str) -> bool:
         """Commit exactly ``paths`` (vault-relative) with ``message``; False when nothing changed.
@@ -280,9 +317,9 @@ def _committable(path: Path) -> bool:
 SUBJECT_NAMES = 3
 
 
-def names_in_subject(names: Sequence[str]) -> str:
+def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
     """Up to :data:`SUBJECT_NAMES` names for a commit subject, then how many more."""
-    shown_names = ", ".join(names[:SUBJECT_NAMES])
+    shown_names = sep.join(shown(n) for n in names[:SUBJECT_NAMES])
     more = len(names) - SUBJECT_NAMES
     return f"{shown_names} and {more} more" if more > 0 else shown_names
 
@@ -363,6 +400,10 @@ class CommitWriter:
         marker = self.submit([], "")
         marker.result(timeout=timeout)
 
+    def defer(self, paths: Sequence[str], message: str) -> None:
+        """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
+        self._retry.append(_Job(list(paths), message, record=False))
+
     def close(self, timeout: float = 60.0) -> None:
         if self._thread is None:
             return
@@ -408,10 +449,13 @@ class CommitWriter:
                     message = real[0].message
                 else:
                     # A summary line per write, then each write's own message in full, so a grouped
-                    # commit still names every write's tool, id, slug, kind and project.
-                    lines = "\n".join(f"- {(j.message.splitlines() or [''])[0]}" for j in real)
+                    # commit still names every write's tool, id, slug, kind and project; the
+                    # subject names the first few writes, so `git log --oneline` shows them too.
+                    subjects = [(j.message.splitlines() or [""])[0] for j in real]
+                    lines = "\n".join(f"- {s}" for s in subjects)
                     details = "\n\n".join(j.message.strip() for j in real)
-                    message = f"vaultmem: {len(real)} writes\n\n{lines}\n\n{details}\n"
+                    title = f"vaultmem: {len(real)} writes: {names_in_subject(subjects, sep='; ')}"
+                    message = f"{title}\n\n{lines}\n\n{details}\n"
                 if self.repo.commit_paths(paths, message):
                     self.commits += 1
                 elif any(j.record for j in real):
