@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,6 +15,10 @@ from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 from vaultmem.vault.reading import shown
 
 _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+
+
+#: Below this much free space under the state directory, doctor warns that index writes may fail.
+LOW_SPACE_MIB = 64.0
 
 
 @dataclass
@@ -29,6 +35,8 @@ class DoctorReport:
     index_extra: list[str] = field(default_factory=list)
     index_needs_rebuild: bool = False
     uncommitted: list[str] = field(default_factory=list)
+    #: Free space on the state directory's disk, MiB (an index write fails when it runs out).
+    state_free_mib: float | None = None
     #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
     git_locks: list[dict[str, Any]] = field(default_factory=list)
 
@@ -85,4 +93,6 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
         report.index_extra = sorted(p for p in hashes if p not in wanted)
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
+    with contextlib.suppress(OSError):
+        report.state_free_mib = round(shutil.disk_usage(layout.state_dir).free / 2**20, 1)
     return report

@@ -324,6 +324,8 @@ def reconcile(
         progress(done, total)
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
     return report
 
 

@@ -101,6 +101,7 @@ class VaultWatcher:
         self._dirty: set[str] = set()
         self._last_change = 0.0
         self._rescan_requested = False
+        self._rescan_at = float("inf")  # a rescan asked for later (a retry), monotonic time
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -168,6 +169,12 @@ class VaultWatcher:
             self._rescan_requested = True
             self._cond.notify()
 
+    def rescan_soon(self, delay: float) -> None:
+        """Rescan in ``delay`` seconds (or sooner, if another rescan is due first)."""
+        with self._cond:
+            self._rescan_at = min(self._rescan_at, time.monotonic() + delay)
+            self._cond.notify()
+
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         for name in _WATCHDOG_LOGGERS:
@@ -207,7 +214,7 @@ class VaultWatcher:
         while True:
             with self._cond:
                 now = time.monotonic()
-                waits = [next_rescan - now]
+                waits = [next_rescan - now, self._rescan_at - now]
                 if self._due:
                     waits.append(min(self._due.values()) - now)
                 if self._dirty:
@@ -221,8 +228,10 @@ class VaultWatcher:
                 for p in ready:
                     del self._due[p]
                     self._first_touch.pop(p, None)
-                rescan = self._rescan_requested or now >= next_rescan
+                rescan = self._rescan_requested or now >= min(next_rescan, self._rescan_at)
                 self._rescan_requested = False
+                if rescan:
+                    self._rescan_at = float("inf")
                 new_folders, self._new_folders = self._new_folders, set()
             for folder in sorted(new_folders):
                 _safe(partial(self._watch, folder), None)
