@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -706,7 +707,7 @@ class NoteIndex:
         records = self.mirror.records()
         # A word some note holds, so the full-text leg fetches a row (a query matching nothing
         # reads no data files, and so passes on an index whose files are gone).
-        words = (records[0].title or records[0].text).split()[:1] if records else []
+        words = re.findall(r"[^\W_]{3,}", f"{records[0].title} {records[0].text}")[:1] if records else []
         try:
             self.count()
             with _lance_errors("read a row"):

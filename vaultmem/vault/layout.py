@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 
 from vaultmem.errors import InvalidInput
 from vaultmem.vault.atomic import TEMP_PREFIX
@@ -175,17 +176,15 @@ class VaultLayout:
             rel = prefix + name
             if (not prefix and name in ROOT_NON_NOTES) or (prefix and is_side_file(rel)):
                 continue
-            reason = bad_name_reason(rel)
-            if reason is not None:
-                skipped[shown(rel)] = reason
+            if not is_valid_name(name):  # the folders above are valid: skipped otherwise
+                skipped[shown(rel)] = bad_name_reason(rel) or ""
                 continue
             try:
                 st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 (no Path objects: speed)
             except OSError:
                 continue
-            reason = not_a_file_reason(rel, st.st_mode)  # a FIFO would block the read: never open it
-            if reason is not None:
-                skipped[rel] = reason
+            if not S_ISREG(st.st_mode):  # a FIFO would block the read: never open it
+                skipped[rel] = not_a_file_reason(rel, st.st_mode) or ""
                 continue
             yield rel, st
         dirs.sort()
