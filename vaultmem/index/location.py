@@ -143,6 +143,10 @@ class Follower:
 
     #: Seconds a replaced folder stays held after the switch, so a search still reading it ends.
     GRACE_S = 30.0
+    #: Seconds between two looks at the pointer. The folder a process holds is never deleted under
+    #: it, so reading it a little after a rebuild switched is harmless (and what it writes there
+    #: meanwhile reaches the new index with the reconcile that follows the switch).
+    CHECK_EVERY_S = 0.1
 
     def __init__(self, state_dir: Path | None, folder: Path) -> None:
         self.state_dir = state_dir
@@ -150,12 +154,22 @@ class Follower:
         self._fd: int | None = hold(folder)
         self._stamp = stamp(state_dir, folder) if state_dir is not None else None
         self._retired: list[tuple[Path, int, float]] = []
+        self._checked = time.monotonic()
 
-    def changed(self) -> bool:
-        """True when the current index is no longer this process's folder (two ``stat`` calls)."""
+    def changed(self, *, now: bool = False) -> bool:
+        """True when the current index is no longer this process's folder (two ``stat`` calls, at
+        most every :attr:`CHECK_EVERY_S` unless ``now``)."""
         if self.state_dir is None:
             return False
-        if self._retired and time.monotonic() - self._retired[0][2] >= self.GRACE_S:
+        now_s = time.monotonic()
+        if not now and now_s - self._checked < self.CHECK_EVERY_S:
+            return False
+        return self._look(now_s)
+
+    def _look(self, now: float) -> bool:
+        assert self.state_dir is not None
+        self._checked = now
+        if self._retired and now - self._retired[0][2] >= self.GRACE_S:
             self._let_go(self._retired.pop(0))
         return stamp(self.state_dir, self.folder) != self._stamp
 

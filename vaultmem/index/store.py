@@ -269,7 +269,7 @@ class NoteIndex:
             return
         if self._follower.changed():
             with self._apply_lock:
-                if self._follower.changed():
+                if self._follower.changed(now=True):  # another thread may have switched meanwhile
                     folder = self._follower.switch()
                     log.warning("the search index was replaced (a full rebuild?); now using %s", folder)
                     with _lance_errors(f"open {folder}"):

@@ -402,7 +402,11 @@ class CommitWriter:
 
     def defer(self, paths: Sequence[str], message: str) -> None:
         """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
-        self._retry.append(_Job(list(paths), message, record=False))
+        job = _Job(list(paths), message, record=False)
+        if self._thread is None:
+            self._retry.append(job)  # the writer starts later, or commits inline with the next write
+        else:
+            self._queue.put(job)
 
     def close(self, timeout: float = 60.0) -> None:
         if self._thread is None:
