@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -43,24 +44,30 @@ def subjects(vault: Path, since: str) -> list[str]:
 def test_every_memory_store_commit_subject_names_its_note(daemon: Daemon) -> None:
     """Issue 13.4: the subjects of memory_store create/update/link named no note."""
     wire, vault = Wire(daemon), daemon.settings.vault
+    assert daemon.runtime is not None
+    commits = daemon.runtime.service.commits
+
+    def store(**arguments: Any) -> dict[str, Any]:
+        answer = wire.store(**arguments)
+        commits.flush()  # one commit per call (the writer groups writes that queue up under load)
+        return answer
+
     start = git(vault, "rev-parse", "HEAD").strip()
-    a = wire.create("Kiln fires at cone six.", title="Kiln temperature")
-    wire.store(action="update", thought_id=a, content="Kiln fires at cone six, slowly.")
-    b = wire.create("Glazes need cone six.", title="Glaze range")
-    edge = wire.store(action="link", source_id=b, target_id=a, edge_type="depends_on")["item"]
-    rows = wire.store(action="bulk_create", thoughts=[{"content": "Wax resist"}, {"content": "Shino glaze"}])
+    a = store(action="create", content="Kiln fires at cone six.", title="Kiln temperature")["item"]["id"]
+    store(action="update", thought_id=a, content="Kiln fires at cone six, slowly.")
+    b = store(action="create", content="Glazes need cone six.", title="Glaze range")["item"]["id"]
+    edge = store(action="link", source_id=b, target_id=a, edge_type="depends_on")["item"]
+    rows = store(action="bulk_create", thoughts=[{"content": "Wax resist"}, {"content": "Shino glaze"}])
     wax, shino = (row["thought"]["id"] for row in rows["items"])
-    linked = wire.store(action="link_batch", links=[{"source": wax, "target": shino, "type": "related"}])
+    linked = store(action="link_batch", links=[{"source": wax, "target": shino, "type": "related"}])
     assert linked["meta"]["counts"]["linked"] == 1
-    preview = wire.store(action="retype", edge_id=edge["id"], new_type="supports")["item"]
-    retyped = wire.store(
+    preview = store(action="retype", edge_id=edge["id"], new_type="supports")["item"]
+    retyped = store(
         action="retype", edge_id=edge["id"], new_type="supports", confirm=True,
         preview_token=preview["preview_token"],
     )["item"]  # fmt: skip
-    token = wire.store(action="unlink", edge_id=retyped["edge_id"])["item"]["preview_token"]
-    wire.store(action="unlink", edge_id=retyped["edge_id"], confirm=True, preview_token=token)
-    assert daemon.runtime is not None
-    daemon.runtime.service.commits.flush()
+    token = store(action="unlink", edge_id=retyped["edge_id"])["item"]["preview_token"]
+    store(action="unlink", edge_id=retyped["edge_id"], confirm=True, preview_token=token)
     assert subjects(vault, start) == [
         "memory_store: create kiln-temperature",
         "memory_store: update kiln-temperature",
@@ -85,15 +92,15 @@ def test_a_hand_deletion_is_committed_as_a_deletion(daemon: Daemon) -> None:
     assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
 
 
-def test_hand_edits_of_several_files_say_which_were_deleted(daemon: Daemon) -> None:
-    vault = daemon.settings.vault
-    runtime = daemon.runtime
-    assert runtime is not None
+def test_hand_edits_of_several_files_say_which_were_deleted(vault: Path, tmp_path: Path) -> None:
     hand_write(vault, "memory/semantic/gone.md", NOTE, commit=True)
-    wait_for(lambda: runtime.service.catalog.by_path("memory/semantic/gone.md") is not None)
-    hand_write(vault, "memory/semantic/kept.md", NOTE.replace("Espresso", "Kept"))
-    (vault / "memory/semantic/gone.md").unlink()
-    wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")
+    # A quiet period long enough that the two changes below share a commit even on a loaded machine.
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=1.5) as daemon:
+        runtime = daemon.runtime
+        assert runtime is not None and runtime.service.catalog.by_path("memory/semantic/gone.md")
+        hand_write(vault, "memory/semantic/kept.md", NOTE.replace("Espresso", "Kept"))
+        (vault / "memory/semantic/gone.md").unlink()
+        wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")
     subject = git(vault, "log", "-1", "--format=%s").strip()
     assert subject == "hand edits: 2 files (1 deleted): gone, kept"
     body = git(vault, "log", "-1", "--format=%b")
