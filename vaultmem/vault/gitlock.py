@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,35 +82,57 @@ def find_locks(work_tree: Path, git_dir: Path) -> list[GitLock]:
 
 
 def _held(path: Path, repo_dirs: tuple[Path, ...]) -> bool | None:
+    held = held_open({str(path)})
+    if held is not False:
+        return held
+    return _git_runs_in(repo_dirs) if _PROC.is_dir() else None
+
+
+def held_open(paths: Collection[str]) -> bool | None:
+    """True when a process has one of ``paths`` open, False when none has, None when this system
+    cannot tell (no ``/proc`` and no ``lsof``)."""
+    wanted = set(paths)
     if _PROC.is_dir():
-        return _held_per_proc(str(path), [str(d.resolve()) for d in repo_dirs])
+        return any(_open_in(entry, wanted) for entry in _PROC.iterdir() if entry.name.isdigit())
     lsof = shutil.which("lsof")
     if lsof is None:
         return None
     try:
-        result = subprocess.run([lsof, "-t", "--", str(path)], capture_output=True, timeout=10, check=False)
+        result = subprocess.run(
+            [lsof, "-t", "--", *sorted(wanted)], capture_output=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return bool(result.stdout.strip())
 
 
-def _held_per_proc(target: str, repo_dirs: list[str]) -> bool:
-    """True if a visible process has ``target`` open, or a git process works in the repository."""
+def _open_in(process: Path, wanted: set[str]) -> bool:
+    try:
+        descriptors = list((process / "fd").iterdir())
+    except OSError:  # gone meanwhile, or another user's process: not visible
+        return False
+    for fd in descriptors:
+        try:
+            if str(fd.readlink()) in wanted:
+                return True
+        except OSError:  # closed meanwhile
+            continue
+    return False
+
+
+def _git_runs_in(repo_dirs: tuple[Path, ...]) -> bool:
+    """True if a git process works in the repository (``git commit`` with its editor open keeps
+    ``index.lock`` without holding it open)."""
+    dirs = [str(d.resolve()) for d in repo_dirs]
     for entry in _PROC.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "comm").read_text(encoding="utf-8", errors="replace").strip().startswith("git"):
-                cwd = str((entry / "cwd").readlink())
-                if any(cwd == d or cwd.startswith(d + os.sep) for d in repo_dirs):
-                    return True
-            descriptors = list((entry / "fd").iterdir())
-        except OSError:  # gone meanwhile, or another user's process: not visible
-            continue
-        for fd in descriptors:
-            try:
-                if str(fd.readlink()) == target:
-                    return True
-            except OSError:  # closed meanwhile
+            if not (entry / "comm").read_text(encoding="utf-8", errors="replace").strip().startswith("git"):
                 continue
+            cwd = str((entry / "cwd").readlink())
+        except OSError:
+            continue
+        if any(cwd == d or cwd.startswith(d + os.sep) for d in dirs):
+            return True
     return False
