@@ -81,8 +81,8 @@ def test_a_note_whose_index_write_failed_on_a_full_disk_is_indexed_once_space_re
     disk.full = True
     note = structured(wire.call("memory_append", content="Glazes mature at cone ten.", kind="reference"))
     assert note["deduplicated"] is False  # acknowledged: the note is in the vault
+    assert not found(wire, "glazes mature cone ten", note["id"])  # a search waits for the write
     assert disk.refused >= 1
-    assert not found(wire, "glazes mature cone ten", note["id"])
     report = checks(wire)
     path = report["index_missing"]["details"][0]["path"]
     assert report["index_write_failures"]["count"] == 1

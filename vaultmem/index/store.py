@@ -876,6 +876,8 @@ class NoteIndex:
         try:
             with self._apply_lock, _lance_errors("flush the embedding cache"):
                 self._flush_cache()
+        except IndexError_ as exc:  # a full disk, say: the cache is derived, the next run re-embeds
+            log.warning("%s", exc)
         finally:
             self._follower.close()
 
