@@ -210,6 +210,8 @@ def test_the_daemon_starts_and_serves_while_a_live_git_lock_is_held(
     hand_write(vault, "vaultmem.yaml", "git_lock_timeout: 0.5\n")
     hand_write(vault, "memory/semantic/espresso-ratio.md", NOTE)
     lock = held_lock.take(vault)
+    then = time.time() - 120  # far older than the lock timeout: only being held keeps it live
+    os.utime(lock, (then, then))
     server = ServeProcess(vault, tmp_path / "config")
     try:
         ids: list[str] = []
@@ -223,7 +225,6 @@ def test_the_daemon_starts_and_serves_while_a_live_git_lock_is_held(
                     ids.append(result["id"])
 
         anyio.run(append, "Written while git is locked.")
-        time.sleep(1.0)  # the lock is now older than the lock timeout, and still held
         assert lock.exists()
         assert "espresso-ratio.md" in git(vault, "status", "--porcelain", "--untracked-files=all")
         held_lock.release()
