@@ -271,7 +271,7 @@ class NoteIndex:
             with self._apply_lock:
                 if self._follower.changed(now=True):  # another thread may have switched meanwhile
                     folder = self._follower.switch()
-                    log.warning("the search index was replaced (a full rebuild?); now using %s", folder)
+                    log.info("the search index was replaced (a full rebuild?); now using %s", folder)
                     with _lance_errors(f"open {folder}"):
                         self._state_dir = folder
                         self._db = lancedb.connect(str(folder / "lancedb"))
