@@ -4,6 +4,7 @@ restart commits whatever a crash left uncommitted."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -111,23 +112,49 @@ def test_a_folder_that_is_not_a_repository_is_not_opened(tmp_path: Path) -> None
         VaultService(Settings.resolve(tmp_path / "missing", durable=False))
 
 
-def _hold_index_lock(vault: Path) -> Path:
-    lock = vault / ".git" / "index.lock"
-    lock.write_text("held by a person's git\n")
-    return lock
+class HeldLock:
+    """``.git/index.lock`` as a person's running git holds it: created, and kept open."""
+
+    def __init__(self, vault: Path) -> None:
+        self.path = vault / ".git" / "index.lock"
+        self._handle = self.path.open("x", encoding="utf-8")
+        self._handle.write("held by a person's git\n")
+        self._handle.flush()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def release(self) -> None:
+        """The person's git finishes: its lock goes."""
+        if not self._handle.closed:
+            self.path.unlink()
+            self._handle.close()
+
+
+@pytest.fixture
+def hold_index_lock() -> Iterator[Callable[[Path], HeldLock]]:
+    held: list[HeldLock] = []
+
+    def hold(vault: Path) -> HeldLock:
+        held.append(HeldLock(vault))
+        return held[-1]
+
+    yield hold
+    for lock in held:
+        lock.release()
 
 
 def test_a_held_index_lock_gets_bounded_retries_then_a_clear_error(
-    open_service: OpenService, vault: Path
+    open_service: OpenService, vault: Path, hold_index_lock: Callable[[Path], HeldLock]
 ) -> None:
     service = open_service(git_lock_timeout=0.3)
-    lock = _hold_index_lock(vault)
-    with pytest.raises(GitError, match=r"index\.lock.*vaultmem left the lock alone"):
+    lock = hold_index_lock(vault)
+    with pytest.raises(GitError, match=r"index\.lock.*leaves a lock a running process holds alone"):
         service.append("written while git is locked", "fix", title="Locked", wait_commit=True)
     assert lock.exists()  # never deleted
     path = vault / "memory/episodic/locked.md"
     assert "written while git is locked" in path.read_text("utf-8")  # the write is safe on disk
-    lock.unlink()  # the person's git finishes
+    lock.release()  # the person's git finishes
     service.append("the next write", "fix", title="Next", wait_commit=True)
     log = git(vault, "log", "--name-only", "--format=")
     assert "memory/episodic/locked.md" in log and "memory/episodic/next.md" in log
@@ -135,29 +162,31 @@ def test_a_held_index_lock_gets_bounded_retries_then_a_clear_error(
 
 
 def test_without_waiting_a_locked_commit_is_retried_by_the_background_writer(
-    open_service: OpenService, vault: Path
+    open_service: OpenService, vault: Path, hold_index_lock: Callable[[Path], HeldLock]
 ) -> None:
     service = open_service(background_commits=True, git_lock_timeout=0.2)
     service.commits.retry_delay = 0.05
-    lock = _hold_index_lock(vault)
+    lock = hold_index_lock(vault)
     result = service.append("acknowledged before the commit", "fix")
     assert result["deduplicated"] is False
     with pytest.raises(GitError):
         service.commits.flush()
-    lock.unlink()
+    lock.release()
     service.commits.flush()  # the retry (or this flush) commits it
     service.append("a later write", "fix", wait_commit=True)
     assert git_status(vault) == ""
     assert result["slug"] in git(vault, "log", "--format=%B")
 
 
-def test_a_lock_at_close_is_committed_on_the_next_start(open_service: OpenService, vault: Path) -> None:
+def test_a_lock_at_close_is_committed_on_the_next_start(
+    open_service: OpenService, vault: Path, hold_index_lock: Callable[[Path], HeldLock]
+) -> None:
     service = open_service(git_lock_timeout=0.2)
-    lock = _hold_index_lock(vault)
+    lock = hold_index_lock(vault)
     result = service.append("committed at the next start", "fix")
     with pytest.raises(GitError):
         service.close()
-    lock.unlink()
+    lock.release()
     reopened = open_service()
     assert git_status(vault) == ""
     assert reopened.history(result["id"])

@@ -51,7 +51,7 @@ def test_create_writes_a_project_folder_with_project_yaml_and_commits(
         "description": "the web shop",
     }
     assert commit_count(vault) == before + 1
-    assert log_subjects(vault, 1) == ["memory_manage: create project Shop"]
+    assert log_subjects(vault, 1) == ["memory_manage: create project Shop desk/projects/shop/project.yaml"]
     assert git(vault, "status", "--porcelain") == ""
     listed = wire.ok("memory_manage", action="list")
     assert [p["name"] for p in listed["items"]] == ["Shop"] and listed["meta"]["counts"]["total"] == 1
@@ -150,7 +150,7 @@ def test_delete_previews_then_moves_thoughts_to_the_default_project(
     )["item"]
     assert done["action"] == "deleted" and done["thoughts_moved"] == 3 and done["moved_to"] is None
     assert commit_count(vault) == before + 1 and log_subjects(vault, 1) == [
-        "memory_manage: delete project Shop"
+        "memory_manage: delete project Shop: shop-thought-0, shop-thought-1, shop-thought-2"
     ]
     project_yaml = yaml.safe_load((vault / "desk/projects/shop/project.yaml").read_text(encoding="utf-8"))
     assert project_yaml["status"] == "deleted" and project_yaml["name"] == "Shop"

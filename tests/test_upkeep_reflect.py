@@ -61,7 +61,9 @@ def test_summary_is_appended_with_a_timestamp_to_the_project_context_file(
         "# Project context: Doc Probe\n\n## 2026-03-14T09:30:00Z\n\nWired the cache.\n"
         "\n## 2026-03-14T11:30:00Z\n\nTuned the TTL.\n"
     )
-    assert commit_count(vault) == before + 2 and log_subjects(vault, 1) == ["memory_reflect: reflect"]
+    assert commit_count(vault) == before + 2 and log_subjects(vault, 1) == [
+        "memory_reflect: reflect desk/projects/doc-probe/project_context.md"
+    ]
     assert git(vault, "status", "--porcelain") == ""
 
 

@@ -110,18 +110,19 @@ def test_an_agents_day_reads_sensibly_in_the_vault_and_in_git_log(
     assert all(meta.get("project") == "Shop" for meta in notes.values())
 
     subjects = git(vault, "log", f"-{int(git(vault, 'rev-list', '--count', 'HEAD')) - start}", "--format=%s")
-    assert subjects.splitlines()[::-1] == [
-        "memory_manage: create project Shop",
+    assert subjects.splitlines()[::-1] == [  # every subject names the notes it wrote (issue 13.4)
+        "memory_manage: create project Shop desk/projects/shop/project.yaml",
         "memory_capture: add slow-checkout",
         "memory_append: add restart-worker-after-redis-change",
-        "memory_store: create",
-        "memory_store: create",
-        "memory_store: create",
-        "memory_store: link depends_on",
-        "memory_store: link references",
-        "memory_reflect: reflect",
-        "memory_supersede: merge",
-        "memory_supersede: archive",
+        "memory_store: create product-cache-ttl",
+        "memory_store: create cache-ttl-duplicate",
+        "memory_store: create uncached-prices",
+        "memory_store: link uncached-prices -depends_on-> product-cache-ttl",
+        "memory_store: link cache-ttl-duplicate -references-> slow-checkout",
+        "memory_reflect: reflect: cache-prices-in-redis-next-to-the-products, "
+        "check-checkout-latency-after-the-price-cache-ships",
+        "memory_supersede: merge cache-ttl-duplicate into product-cache-ttl",
+        "memory_supersede: archive restart-worker-after-redis-change",
     ]
     assert git(vault, "status", "--porcelain") == ""
     merge_body = git(vault, "log", "--format=%B", "-1", "--grep", "memory_supersede: merge")

@@ -46,7 +46,7 @@ def test_archive_previews_then_executes_with_the_token(wire: LocalWire, vault: P
     assert "preview" not in done["meta"]
     assert frontmatter(vault, path_of(wire, tid))["status"] == "archived"
     assert commit_count(vault) == before + 1
-    assert log_subjects(vault, 1) == ["memory_supersede: archive"]
+    assert log_subjects(vault, 1) == ["memory_supersede: archive a-thought-to-archive"]
     assert tid in git(vault, "log", "-1", "--format=%B")
 
 
@@ -266,7 +266,9 @@ def test_merge_moves_edges_records_replaces_and_archives_the_source(wire: LocalW
     assert result["target"]["content"] == "the merged thought" and result["target"]["tags"] == ["merged"]
     # The vault: every file present, one commit, the source archived.
     assert {p.relative_to(vault).as_posix() for p in note_files(vault)} == files_before
-    assert commit_count(vault) == before + 1 and log_subjects(vault, 1) == ["memory_supersede: merge"]
+    assert commit_count(vault) == before + 1 and log_subjects(vault, 1) == [
+        "memory_supersede: merge source-thought into target-thought"
+    ]
     assert git(vault, "status", "--porcelain") == ""
     source = wire.recall(action="get", thought_id=ids["source"], include_edges=True, compact=False)["item"]
     target = wire.recall(action="get", thought_id=ids["target"], include_edges=True, compact=False)["item"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -13,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Settings
-from vaultmem.doctor import diagnose
+from vaultmem.doctor import LOW_SPACE_MIB, diagnose
 from vaultmem.errors import VaultError, VaultmemError
+from vaultmem.index import location
 from vaultmem.index.store import NoteIndex
-from vaultmem.runtime import Runtime
+from vaultmem.runtime import Runtime, rebuild_index
 from vaultmem.search import SearchRequest
 from vaultmem.service import VaultService
 from vaultmem.vault.catalog import Catalog
@@ -218,14 +218,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
-    if args.full:
-        index_dir = settings.state_dir / "index"
-        if index_dir.exists():
-            shutil.rmtree(index_dir)
     started = time.perf_counter()
-    with Runtime(settings, background_commits=False) as runtime:
-        report = runtime.reconcile(_progress("indexing"))
-        rows = runtime.index.count()
+    if args.full:  # built beside the current index: a running daemon switches to it when done
+        report, rows = rebuild_index(settings, _progress("indexing"))
+    else:
+        with Runtime(settings, background_commits=False) as runtime:
+            report = runtime.reconcile(_progress("indexing"))
+            rows = runtime.index.count()
     elapsed = time.perf_counter() - started
     print(
         f"index: {rows} notes ({len(report.indexed)} indexed, {len(report.removed)} removed, "
@@ -239,17 +238,17 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
     layout = VaultLayout(settings.vault, settings.state_dir)
-    repo = GitRepo(layout.root)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
     if not layout.root.is_dir() or not repo.is_repo():
         raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
     catalog = Catalog(layout)
     catalog.scan()
     index = None
-    if (settings.state_dir / "index").exists():
+    index_dir = location.current(settings.state_dir)
+    if index_dir.exists():
         from vaultmem.runtime import calibration_for, embedder_for
 
-        index = NoteIndex.open(settings.state_dir / "index", embedder_for(settings),
-                               calibration=calibration_for(settings))  # fmt: skip
+        index = NoteIndex.open(index_dir, embedder_for(settings), calibration=calibration_for(settings))
     try:
         report = diagnose(layout, catalog, index, repo)
     finally:
@@ -261,6 +260,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"{report.notes} notes, {report.index_rows} indexed")
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
+        ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
         ("sync conflict copies (compare and merge by hand)", report.conflict_copies),
         (
             "dangling links",
@@ -270,11 +270,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
+        ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
     if index is None:
         print("no search index yet: run `vaultmem reindex`")
+    if report.state_free_mib is not None and report.state_free_mib < LOW_SPACE_MIB:
+        print(
+            f"the state directory {settings.state_dir} has {report.state_free_mib:.0f} MiB free: index "
+            "writes fail when it runs out (the notes stay safe in the vault); free some space, and a "
+            "running daemon writes what it missed again"
+        )
     for title, items in sections:
         if items:
             print(f"\n{title}:")
@@ -282,6 +289,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 print(f"  {item}")
     print("\nall consistent" if report.ok else "")
     return 0 if report.ok else 1
+
+
+def _git_lock_line(lock: dict[str, Any]) -> str:
+    age = f"{lock['age_s']:.0f} s old"
+    if lock["stale"]:
+        return (
+            f"{lock['path']}: stale ({age}, no process holds it: a git killed mid-commit); vaultmem "
+            "removes it at its next commit, or remove it yourself"
+        )
+    if lock["held"] is None:
+        return f"{lock['path']}: {age}; cannot tell whether a process holds it, so vaultmem leaves it"
+    if lock["held"]:
+        return f"{lock['path']}: held by a running process ({age}); vaultmem waits for it"
+    return f"{lock['path']}: {age}, no process holds it; stale once older than the lock timeout"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,8 @@
     ├── ContractError              the filing contract does not load or validate (fix the file)
     ├── CapReached                 the daily write cap refuses a new note (wait, or raise the cap)
     ├── VaultError                 the vault on disk is unusable (missing, read-only, malformed note)
-    │   └── GitError               git refused or is locked by another process
+    │   └── GitError               git refused an operation
+    │       └── GitLocked          another process holds git's lock (the change is safe on disk)
     └── IndexError_                the derived index is unavailable (rebuild it with `vaultmem reindex`)
 
 Library errors (YAML, git, LanceDB, onnxruntime, OS) are translated once, where they are called,
@@ -59,6 +60,12 @@ class VaultError(VaultmemError):
 
 class GitError(VaultError):
     """Git refused an operation, or another process holds its lock."""
+
+
+class GitLocked(GitError):
+    """Another process held git's lock past the lock timeout; the file is safe, the commit retried."""
+
+    retryable = True
 
 
 class IndexError_(VaultmemError):

@@ -11,6 +11,7 @@ import gc
 import logging
 import os
 import shutil
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from vaultmem.graph.review import Review
 from vaultmem.graph.service import GraphStore
 from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.graph.upkeep import Upkeep
+from vaultmem.index import location
 from vaultmem.index.embedder import Embedder, FakeEmbedder, OnnxEmbedder
 from vaultmem.index.fusion import RelevanceCalibration
 from vaultmem.index.store import NoteIndex, warm_in_background
@@ -29,10 +31,13 @@ from vaultmem.search import SearchRequest, check_kind_filter, memory_search
 from vaultmem.service import VaultService
 from vaultmem.sync.indexer import EdgeSync, IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
-from vaultmem.vault.history import CommitWriter
+from vaultmem.vault.history import CommitWriter, hand_edit_message
 from vaultmem.vault.layout import is_side_file
 
 log = logging.getLogger(__name__)
+#: Seconds to the first reconcile after an index write failed, and the most between two retries.
+RETRY_FIRST = 1.0
+RETRY_MAX = 30.0
 
 
 def calibration_for(settings: Settings) -> RelevanceCalibration:
@@ -69,9 +74,11 @@ def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
     truncated BM25 files, an unreadable ``index.json``) is repaired, not reported as a failure to
     start: the folder is removed and the reconcile that follows every open re-indexes the vault.
     """
-    path = settings.state_dir / "index"
+    location.sweep(settings.state_dir)  # folders of replaced indexes nobody holds any more
+    path = location.current(settings.state_dir)
+    follow = settings.state_dir
     try:
-        index = NoteIndex.open(path, embedder, calibration=calibration_for(settings))
+        index = NoteIndex.open(path, embedder, calibration=calibration_for(settings), follow=follow)
     except IndexError_ as exc:
         log.warning("the search index is damaged (%s); rebuilding it from the vault", exc)
     else:
@@ -83,19 +90,45 @@ def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
             with contextlib.suppress(Exception):
                 index.close()
     shutil.rmtree(path, ignore_errors=True)
-    return NoteIndex.open(path, embedder, calibration=calibration_for(settings))
+    return NoteIndex.open(path, embedder, calibration=calibration_for(settings), follow=follow)
+
+
+def rebuild_index(settings: Settings, progress: Progress | None = None) -> tuple[ReconcileReport, int]:
+    """Build the whole index anew from the vault and make it the current one (``reindex --full``);
+    return the reconcile's report and the number of notes indexed.
+
+    The new index is built in a folder of its own beside the current one, which processes that
+    have it open (a running daemon) go on using meanwhile; pointing the state directory at the new
+    folder is one atomic rename, and each of them switches on its next read
+    (:mod:`vaultmem.index.location`). Nothing is deleted under another process's feet.
+    """
+    with VaultService(settings, background_commits=False) as service:
+        folder, held = location.new_folder(settings.state_dir)
+        try:
+            index = NoteIndex.open(folder, embedder_for(settings), calibration=calibration_for(settings))
+            try:
+                edges = EdgeSync(service.catalog, index)
+                report = reconcile(service.layout, service.catalog, index, progress=progress, edges=edges)
+                edges.drain()
+                index.maintenance()  # every row in the full-text index before anyone searches it
+                rows = index.count()
+            finally:
+                index.close()
+            location.point_at(settings.state_dir, folder)
+        except BaseException:
+            location.release(held)
+            location.remove_if_unused(folder)
+            raise
+        location.release(held)
+    location.sweep(settings.state_dir)  # the old folder, unless a running process still holds it
+    return report, rows
 
 
 def _probe(index: NoteIndex) -> None:
     """Read every part of the index once (rows, vectors, the BM25 index); raise IndexError_ if any fails."""
-    try:
-        index.count()
-        index.search("vaultmem index check", k=1)
-        index.search_bm25("vaultmem index check", k=1)
-    except IndexError_:
-        raise
-    except Exception as exc:  # anything LanceDB lets through untranslated
-        raise IndexError_(f"the index failed its check: {exc}") from exc
+    problem = index.probe()
+    if problem is not None:
+        raise IndexError_(f"the index failed its check: {problem}")
 
 
 class Runtime:
@@ -132,6 +165,15 @@ class Runtime:
             settings, lookup, self.store, self.upkeep.supersede, self.upkeep.primers, self.recall.calibration
         )
         self.watcher: VaultWatcher | None = None
+        # Index writes that failed (a full disk under the state directory) are written again by a
+        # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
+        self._retry_lock = threading.Lock()
+        self._retry_delay = RETRY_FIRST
+        self._retry_scheduled = False
+        self.index.on_write_failure = self._index_write_failed
+        # Another process rebuilt the index (`reindex --full`): this one switched to the new folder;
+        # what it wrote meanwhile (in its catalog, not in the new index) is written there now.
+        self.index.on_switch = self._index_switched
         # Opening the service has just scanned the catalog: the first reconcile need not again.
         self._catalog_fresh = True
         gc.freeze()
@@ -168,21 +210,39 @@ class Runtime:
         watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
         """
         if is_side_file(rel):
-            return "changed"
+            return "skipped" if self.service.layout.skip_reason(rel) else "changed"
         return sync_path(self.service.layout, self.service.catalog, self.index, rel, self.edges)
 
     def _rescan(self) -> list[str]:
         report = self.reconcile()
+        self.index.wait_for_writes()  # the reconcile's own writes: did they land?
+        with self._retry_lock:
+            if self.index.failed_writes:
+                self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+                self._retry_scheduled = self.watcher is not None
+                if self.watcher is not None:
+                    self.watcher.rescan_soon(self._retry_delay)
+            else:
+                self._retry_delay, self._retry_scheduled = RETRY_FIRST, False
         return [*report.indexed, *report.removed]
 
+    def _index_switched(self) -> None:
+        self.reconcile(rescan_vault=False)
+
+    def _index_write_failed(self) -> None:
+        """The index writer gave up on a write: reconcile soon (the vault has the notes)."""
+        with self._retry_lock:
+            if self._retry_scheduled or self.watcher is None:
+                return  # a retry is due already; a one-shot command reconciles at its next start
+            self._retry_scheduled = True
+            delay = self._retry_delay
+        self.watcher.rescan_soon(delay)
+
     def _commit_hand_edits(self, paths: list[str]) -> None:
-        lines = "\n".join(f"- {p}" for p in paths[:50])
-        more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
-        title = f"hand edit: {paths[0]}" if len(paths) == 1 else f"hand edits: {len(paths)} files"
+        root = self.service.layout.root
+        deleted = {p for p in paths if not os.path.lexists(root / p)}
         commits: CommitWriter = self.service.commits
-        commits.submit(
-            paths, f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n", record=False
-        )
+        commits.submit(paths, hand_edit_message(paths, deleted), record=False)
 
     def start_watching(self) -> VaultWatcher:
         watcher = VaultWatcher(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vaultmem.config import Settings
-from vaultmem.errors import InvalidInput, NotFound, VaultError, VaultmemError
+from vaultmem.errors import GitLocked, InvalidInput, NotFound, VaultError, VaultmemError
 from vaultmem.filing import rules
 from vaultmem.filing.contract import Contract, load_contract
 from vaultmem.filing.projects import ProjectRegistry, validate_project
@@ -27,7 +27,7 @@ from vaultmem.notes.model import Note, fingerprint, iso, new_note_text, utc_now
 from vaultmem.notes.slugs import make_slug, meaningful_words, resolve_collision
 from vaultmem.vault.atomic import sweep_temp_files
 from vaultmem.vault.catalog import Catalog, Entry
-from vaultmem.vault.history import CommitWriter, GitRepo
+from vaultmem.vault.history import CommitWriter, GitRepo, names_in_subject
 from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
 from vaultmem.vault.locks import ProcessLock
 from vaultmem.vault.store import NoteStore
@@ -91,17 +91,31 @@ class VaultService:
         with self.process_lock, self.lock:
             sweep_temp_files(self.layout.root, IGNORED_DIRS)
             self.repo.sweep_pathspec_files()
-            recovered = self.repo.commit_all_pending(
-                "vaultmem: record changes found at start\n\n"
-                "Writes acknowledged before a crash, or edits made while vaultmem was stopped.",
-                include=lambda rel: not is_never_committed(rel),
-            )
-            if recovered:
-                log.info("committed %d change(s) found at start", len(recovered))
+            self._commit_found_at_start()
             self.catalog.scan()
             self._generation = self._read_generation()
         if background_commits:
             self.commits.start()
+
+    def _commit_found_at_start(self) -> None:
+        """Commit what was written but not committed (a crash) or edited while vaultmem was stopped.
+
+        A git lock that a running process holds does not stop the start: the commit waits in the
+        writer's queue and lands once git is free (a stale lock is removed by the attempt itself).
+        """
+        paths = [p for p in self.repo.pending_changes() if not is_never_committed(p)]
+        if not paths:
+            return
+        message = (
+            f"vaultmem: record changes found at start: {names_in_subject(paths)}\n\n"
+            "Writes acknowledged before a crash, or edits made while vaultmem was stopped.\n"
+        )
+        try:
+            if self.repo.commit_paths(paths, message):
+                log.info("committed %d change(s) found at start", len(paths))
+        except GitLocked as exc:
+            log.warning("%s; vaultmem serves meanwhile and commits the changes found at start later", exc)
+            self.commits.defer(paths, message)
 
     def close(self) -> None:
         """Commit everything pending and save derived state.

@@ -13,6 +13,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.filing.contract import Contract
 from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.notes.slugs import make_slug
+from vaultmem.vault.reading import read_regular_text
 
 MAX_PROJECT_CHARS = 100
 #: Namespace of the ids of projects whose project.yaml carries no ``id``: uuid5(namespace, slug).
@@ -140,7 +141,7 @@ def _read_all(files: list[Path]) -> tuple[list[Project], dict[str, str]]:
     problems: dict[str, str] = {}
     for file in files:
         try:
-            data = load_yaml_mapping(file.read_text(encoding="utf-8-sig"), source=str(file))
+            data = load_yaml_mapping(read_regular_text(file), source=str(file))  # never blocks
         except (OSError, UnicodeDecodeError, MalformedNote) as exc:
             problems[str(file)] = str(exc)
             continue

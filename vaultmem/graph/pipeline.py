@@ -24,6 +24,7 @@ from vaultmem.errors import VaultmemError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import file_hash
+from vaultmem.vault.history import names_in_subject
 from vaultmem.vault.store import StagedWrite, changed_on_disk
 
 if TYPE_CHECKING:
@@ -106,11 +107,13 @@ def run_writes(
     keys: Sequence[str] = (),
     wait_commit: bool = False,
     message: Callable[[list[Note], R], str] | None = None,
+    subject: Callable[[R], str] | None = None,
 ) -> tuple[list[Note], R]:
     """Decide, stage, install and commit a batch; return the notes written and the plan's result.
 
     ``message`` words the commit from the notes written and the plan's result (default: a batch
-    message listing every file).
+    message listing every file, whose subject is ``<tool>: <summary>`` and the notes' names, or
+    what ``subject`` makes of the plan's result).
     """
     service.process_lock.acquire()
     held: list[str] = []
@@ -143,7 +146,9 @@ def run_writes(
                 text = (
                     message(notes, plan.result)
                     if message is not None and notes and not side
-                    else batch_message(tool, summary, notes, plan, side)
+                    else batch_message(
+                        tool, summary, notes, plan, side, subject(plan.result) if subject else None
+                    )
                 )
                 future = service.commits.submit([*(n.path for n in notes), *side], text)
         except BaseException:
@@ -213,7 +218,8 @@ def _install_all(
         # renamed are real files on disk, so they are kept and committed; the rest are not written.
         done = [*(n.path for n in notes), *side]
         if done:
-            service.commits.submit(done, f"vaultmem: partial batch ({len(done)} files)")
+            names = names_in_subject([*(n.slug for n in notes), *side])
+            service.commits.submit(done, f"vaultmem: partial batch of {len(done)} files: {names}")
         raise
     return notes, side
 
@@ -232,9 +238,19 @@ def _tell_listeners(service: VaultService, notes: list[Note]) -> None:
 
 
 def batch_message(
-    tool: str, summary: str, notes: list[Note], plan: Plan[Any], side: Sequence[str] = ()
+    tool: str,
+    summary: str,
+    notes: list[Note],
+    plan: Plan[Any],
+    side: Sequence[str] = (),
+    subject: str | None = None,
 ) -> str:
-    """A commit message naming the tool, the action and every file written (notes: id, slug, path)."""
+    """A commit message naming the tool, the action and every file written (notes: id, slug, path).
+
+    The subject names the notes too (``memory_store: create espresso-ratio``; several:
+    ``memory_store: bulk_create 5 thoughts: a, b, c and 2 more``), so ``git log --oneline`` reads
+    as an audit trail; ``subject`` replaces it when the caller can say more (a link's two ends).
+    """
     actions = {w.rel: w.action for w in plan.writes}
     lines = [f"- {actions.get(rel, 'edit')} {rel}" for rel in side]
     lines += [
@@ -243,4 +259,9 @@ def batch_message(
     if len(notes) > MESSAGE_LINES:
         lines.append(f"- ... and {len(notes) - MESSAGE_LINES} more")
     body = "\n".join(lines)
-    return f"{tool}: {summary}\n\ntool: {tool}\nfiles: {len(notes) + len(side)}\n\n{body}\n"
+    if subject is None:
+        names = [n.slug for n in notes] or list(side)  # side files named when no note was written
+        subject = f"{tool}: {summary}" + (
+            f" {names[0]}" if len(names) == 1 else f": {names_in_subject(names)}" if names else ""
+        )
+    return f"{subject}\n\ntool: {tool}\nfiles: {len(notes) + len(side)}\n\n{body}\n"

@@ -340,7 +340,9 @@ class GraphStore:
             edge = self._plan_link(draft, source_id, target_id, edge_type)
             return Plan(draft.writes(), edge)
 
-        _notes, edge = run_writes(self.service, decide, tool=TOOL, summary=f"link {edge_type}")
+        _notes, edge = run_writes(
+            self.service, decide, tool=TOOL, summary=f"link {edge_type}", subject=self._link_subject
+        )
         assert edge is not None
         return edge
 
@@ -422,6 +424,15 @@ class GraphStore:
             "link",
         )
         return Edge.make(sid, edge_type, tid, created)
+
+    def _link_subject(self, edge: Edge) -> str:
+        """``memory_store: link <source> -<type>-> <target>``: the commit subject names both ends."""
+        ends = [self.lookup.entry(i) for i in (edge.source_id, edge.target_id)]
+        source, target = (
+            e.slug if e is not None else i
+            for e, i in zip(ends, (edge.source_id, edge.target_id), strict=True)
+        )
+        return f"{TOOL}: link {source} -{edge.type}-> {target}"
 
     def _with_created(self, draft: Draft, edge: Edge) -> Edge:
         if edge.created_at:

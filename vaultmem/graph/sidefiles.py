@@ -14,6 +14,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.reading import read_regular_text
 
 
 def side_text(text: str) -> NoteText:
@@ -25,7 +26,7 @@ def read_side(layout: VaultLayout, rel: str) -> str | None:
     """A side file's text, or None when it does not exist (or cannot be read as UTF-8)."""
     path = layout.resolve(rel)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return read_regular_text(path)  # never blocks: a pipe is refused, not opened
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

@@ -52,19 +52,32 @@ SHORT_MESSAGE = 200
 HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("malformed_notes", "vault", "error", "notes whose frontmatter vaultmem cannot read (never rewritten)",
      "fix each file by hand; `vaultmem doctor` lists them"),
+    ("skipped_files", "vault", "warning",
+     "files named like notes that vaultmem never reads: a name that is not UTF-8, a named pipe, a socket",
+     "rename each file (or remove the pipe or socket); `vaultmem doctor` lists them"),
     ("sync_conflict_copies", "vault", "warning", "conflict copies a sync client left beside the original",
      "merge each copy into its original by hand, then delete the copy"),
     ("dangling_links", "graph", "warning", "typed links whose target no note answers to",
      "fix the link in the note, or remove it"),
+    ("index_usable", "index", "error", "the search index fails when it is read (searches fail)",
+     "run `vaultmem reindex --full` (a running daemon switches to the rebuilt index), or restart "
+     "vaultmem (it rebuilds a damaged index at start)"),
     ("index_missing", "index", "warning", "notes the index lacks",
      "run `vaultmem reindex` (or wait for the watcher's rescan)"),
     ("index_stale", "index", "warning", "notes whose index row is older than the file",
      "run `vaultmem reindex`"),
     ("index_extra", "index", "warning", "index rows whose note is gone", "run `vaultmem reindex`"),
+    ("index_write_failures", "index", "warning",
+     "notes whose last index write failed (a full disk under the state directory?); the vault has them",
+     "free space under the state directory: vaultmem writes them again by itself (retrying every "
+     "30 s at most), or run `vaultmem reindex`"),
     ("index_needs_rebuild", "index", "warning", "the index was built with another embedding model or schema",
      "run `vaultmem reindex`"),
     ("uncommitted_changes", "git", "warning", "files changed in the vault but not committed",
      "wait for the watcher's commit, or restart vaultmem (it commits them at start)"),
+    ("stale_git_locks", "git", "warning",
+     "git lock files no process holds, older than the lock timeout (a git killed mid-commit)",
+     "nothing to do: vaultmem removes a stale lock at its next commit (or remove it yourself)"),
     ("project_registry", "projects", "error", "project.yaml files that cannot be read",
      "fix each file by hand"),
     ("contradiction_in_cluster", "semantic consistency", "warning",
@@ -273,17 +286,24 @@ class Status:
         service = self.service
         with contextlib.suppress(Exception):  # let queued commits land; a failure shows as uncommitted
             service.commits.flush(timeout=10.0)
+        unusable = self.lookup.index.probe()  # as a search reads it: rows, vectors, full-text index
         report = diagnose(service.layout, service.catalog, self.lookup.index, service.repo)
         service.projects.projects(service.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, list[Any]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
+            "skipped_files": [{"path": p, "problem": m} for p, m in sorted(report.skipped.items())],
             "sync_conflict_copies": [{"path": p} for p in report.conflict_copies],
             "dangling_links": list(report.dangling_links),
+            "index_usable": [{"problem": unusable}] if unusable else [],
             "index_missing": [{"path": p} for p in report.index_missing],
             "index_stale": [{"path": p} for p in report.index_stale],
             "index_extra": [{"path": p} for p in report.index_extra],
+            "index_write_failures": [
+                {"path": p, "problem": m} for p, m in sorted(self.lookup.index.failed_writes.items())
+            ],
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
+            "stale_git_locks": report.stale_git_locks,
             "project_registry": [
                 {"path": p, "problem": m} for p, m in sorted(service.projects.problems.items())
             ],

@@ -236,7 +236,14 @@ class Supersede:
             transferred = self._plan_merge(draft, src, tgt, content, tags, spec.project)
             return Plan(draft.writes(), (tgt, transferred))
 
-        _notes, result = run_writes(self.service, decide, tool=TOOL, summary="merge")
+        merged = source.slug if source is not None else str(spec.source_id)
+        _notes, result = run_writes(
+            self.service,
+            decide,
+            tool=TOOL,
+            summary="merge",
+            subject=lambda done: f"{TOOL}: merge {merged} into {done[0].slug}",
+        )
         assert result is not None
         target_entry, transferred = result
         item = {

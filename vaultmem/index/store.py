@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from datetime import timedelta
@@ -37,7 +38,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
-from vaultmem.index import _schema
+from vaultmem.index import _schema, location
 from vaultmem.index.compaction import (
     compact_table,
     fold_indices,
@@ -113,8 +114,15 @@ class NoteIndex:
         fusion: FusionConfig,
         calibration: RelevanceCalibration,
         maintenance_threshold: int,
+        follow: Path | None = None,
     ) -> None:
         self._state_dir = state_dir
+        # Holds the folder while it is open; with ``follow``, notices a rebuild that replaced it.
+        self._follower = location.Follower(follow, state_dir)
+        #: Called (on a reader's thread) after this index switched to a folder another process
+        #: rebuilt: the runtime reconciles it with the vault (writes made meanwhile, say).
+        self.on_switch: Callable[[], None] | None = None
+        self._switched = False
         self._db = db
         self._embedder = embedder
         # Held by the writer thread while it applies a batch, and by rebuild/foreground maintenance.
@@ -130,18 +138,19 @@ class NoteIndex:
         self._closed = False
         #: The last error the writer met (it logs and goes on; a reconcile repairs the index).
         self.last_write_error: IndexError_ | None = None
+        #: Notes whose last write to the index failed (a full disk under the state directory, say):
+        #: ``{vault path: error}``. The vault has them; a reconcile writes them again, and a write
+        #: that succeeds (or a reconcile that finds the note in step) clears the entry.
+        self.failed_writes: dict[str, str] = {}
+        #: Called on the writer thread when a write fails for good (the runtime schedules a retry).
+        self.on_write_failure: Callable[[], None] | None = None
         self._meta = self._read_meta()
         self._notes: Any = None  # LanceDB tables (untyped library objects)
         self._cache: Any = None
         self._edges: Any = None
         self._open_tables()
         self._own_version: int | None = None  # the notes table's version after our last write
-        with _lance_errors("load the notes into memory"):  # before the model is needed
-            columns = [*_schema.RECORD_COLUMNS, "vector"]
-            stored = run_async(self.async_notes_table.query().select(columns).to_arrow())
-        self.timeline = Timeline()
-        self.mirror = NoteMirror(self._dim)
-        repairs = self._load_mirror(stored)
+        repairs = self._load_notes()
         self._writes = WriteQueue(self._apply)
         for op in repairs:
             self._writes.submit(op)
@@ -158,11 +167,15 @@ class NoteIndex:
         fusion: FusionConfig | None = None,
         calibration: RelevanceCalibration | None = None,
         maintenance_threshold: int = 32,
+        follow: Path | None = None,
     ) -> NoteIndex:
         """Open (creating if needed) the index under ``state_dir``.
 
         The index remembers the embedding model it was built with; if ``embedder`` differs,
         :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
+        With ``follow`` (the state directory whose current index ``state_dir`` is), the index
+        switches to the folder a full rebuild by another process puts in its place
+        (:mod:`vaultmem.index.location`).
         """
         state_dir = Path(state_dir)
         warmup = warm_in_background(embedder)  # the model loads while LanceDB opens and the notes are read
@@ -176,6 +189,7 @@ class NoteIndex:
             fusion=fusion or FusionConfig(),
             calibration=calibration or RelevanceCalibration(),
             maintenance_threshold=maintenance_threshold,
+            follow=follow,
         )
         index._warmup = warmup
         return index
@@ -234,6 +248,42 @@ class NoteIndex:
                 self._edges = self._db.open_table("edges")
             else:
                 self._edges = self._db.create_table("edges", schema=_schema.edges_schema())
+
+    def _load_notes(self) -> list[WriteOp]:
+        """Read the notes table into a fresh mirror and timeline; returns repairs to queue."""
+        with _lance_errors("load the notes into memory"):  # before the model is needed
+            columns = [*_schema.RECORD_COLUMNS, "vector"]
+            stored = run_async(self.async_notes_table.query().select(columns).to_arrow())
+        self.timeline = Timeline()
+        self.mirror = NoteMirror(self._dim)
+        return self._load_mirror(stored)
+
+    def _follow(self) -> None:
+        """Switch to the index folder another process's full rebuild made current, if it did.
+
+        Two ``stat`` calls when nothing changed. The switch happens with the writer held back;
+        queued writes then land in the new folder, and ``on_switch`` (the runtime's reconcile)
+        runs on the first reader's thread, never on the writer's.
+        """
+        if self._closed:
+            return
+        if self._follower.changed():
+            with self._apply_lock:
+                if self._follower.changed(now=True):  # another thread may have switched meanwhile
+                    folder = self._follower.switch()
+                    log.info("the search index was replaced (a full rebuild?); now using %s", folder)
+                    with _lance_errors(f"open {folder}"):
+                        self._state_dir = folder
+                        self._db = lancedb.connect(str(folder / "lancedb"))
+                        self._meta = self._read_meta()
+                        self._open_tables()
+                    self._cached_hashes = None
+                    self._own_version = None
+                    self._load_notes()  # twice-held ids are collapsed by the reconcile that follows
+                    self._switched = True
+        if self._switched and self.on_switch is not None and not self._writes.on_writer_thread():
+            self._switched = False
+            self.on_switch()
 
     def _load_mirror(self, table: pa.Table) -> list[WriteOp]:
         """Fill the mirror and the timeline from the notes table's rows; returns repairs to queue.
@@ -351,7 +401,11 @@ class NoteIndex:
         self._writes.submit(op)
 
     def wait_for_writes(self, timeout: float | None = None) -> None:
-        """Block until every write queued before this call is applied (reads call this first)."""
+        """Block until every write queued before this call is applied (reads call this first).
+
+        It first switches to a folder another process's full rebuild put in place, if any.
+        """
+        self._follow()
         if not self._writes.wait(timeout):
             raise IndexError_(f"the search index did not catch up with its writes within {timeout} s")
 
@@ -360,6 +414,8 @@ class NoteIndex:
         replacements into one commit each (they touch different tables, so a run of either may
         pass the other; a delete, which touches both, ends both runs)."""
         with self._apply_lock:
+            with suppress(IndexError_):  # a failed switch leaves the writes to fail and be retried
+                self._follow()
             notes: dict[str, NoteRecord] = {}
             edges: dict[str, list[EdgeRecord]] = {}
             for op in batch:
@@ -370,11 +426,12 @@ class NoteIndex:
                 elif isinstance(op, ReplaceEdges):
                     edges[op.source_id] = list(op.edges)
                 else:
-                    self._guarded("store notes", self._apply_upserts, list(notes.values()))
+                    self._store_notes(list(notes.values()))
                     self._guarded("store edges", self._apply_edges, edges)
                     notes, edges = {}, {}
-                    self._guarded("delete notes", self._apply_delete, op.ids)
-            self._guarded("store notes", self._apply_upserts, list(notes.values()))
+                    gone = [r.path for r in self.mirror.get_many(op.ids).values()]
+                    self._guarded("delete notes", self._apply_delete, op.ids, gone)
+            self._store_notes(list(notes.values()))
             self._guarded("store edges", self._apply_edges, edges)
             due = self._pending_writes >= self._maintenance_threshold
         if due:
@@ -407,19 +464,36 @@ class NoteIndex:
         except IndexError_ as exc:
             log.debug("folding lagging rows after writes paused gave up: %s", exc)
 
-    def _guarded(self, action: str, apply: Any, arg: Any) -> None:
+    def _store_notes(self, records: list[NoteRecord]) -> None:
+        if records:
+            self._guarded("store notes", self._apply_upserts, records, [r.path for r in records])
+
+    def _guarded(self, action: str, apply: Any, arg: Any, paths: Sequence[str] = ()) -> None:
         """Run one write, retried a few times: a commit can lose a race to a background
         compaction or another process. Each write is idempotent (a retry re-checks which notes
-        the table already holds), and memory changes only once LanceDB has the write."""
+        the table already holds), and memory changes only once LanceDB has the write.
+
+        A write that still fails is recorded for ``paths`` in :attr:`failed_writes` and the
+        ``on_write_failure`` hook is told: the vault has the notes, a reconcile writes them again.
+        """
         for attempt in range(_WRITE_ATTEMPTS):
             try:
                 with _lance_errors(action):
                     apply(arg)
+                for path in paths:
+                    self.failed_writes.pop(path, None)
                 return
             except IndexError_ as exc:
                 if attempt + 1 == _WRITE_ATTEMPTS:  # the vault has the note; a reconcile repairs it
                     self.last_write_error = exc
-                    log.warning("%s", exc)
+                    for path in paths:
+                        self.failed_writes[path] = str(exc)
+                    log.warning("%s (%d note(s) to write again)", exc, len(paths))
+                    if self.on_write_failure is not None and paths:
+                        try:
+                            self.on_write_failure()
+                        except Exception:  # a hook must never stop the writer
+                            log.exception("the index write-failure hook failed")
                     return
                 log.debug("retrying after: %s", exc)
                 time.sleep(0.05 * 2**attempt)
@@ -580,6 +654,16 @@ class NoteIndex:
         self.wait_for_writes()
         return self.mirror.path_hashes()
 
+    def settle_failed_writes(self, wanted: dict[str, str]) -> None:
+        """Forget recorded write failures of notes the index now holds as the vault does
+        (``wanted``: ``{path: content hash}``, absent paths meaning no note): written again by a
+        reconcile, or gone from both."""
+        self.wait_for_writes()
+        held = self.mirror.path_hashes(list(self.failed_writes))
+        for path in list(self.failed_writes):
+            if held.get(path) == wanted.get(path):
+                self.failed_writes.pop(path, None)
+
     def path_hashes_for(self, paths: Sequence[str]) -> dict[str, str]:
         """``{path: content_hash}`` of the indexed notes among ``paths``."""
         self.wait_for_writes()
@@ -616,6 +700,23 @@ class NoteIndex:
     ) -> SearchResult:
         """The vector leg alone; ``query`` is a text or an already-embedded vector."""
         return self.searcher.search_vector(query, filters or SearchFilters(), k)
+
+    def probe(self) -> str | None:
+        """Read every part of the index once (rows, vectors, the full-text index) as a search
+        does; the error when one fails, None when the index can be searched."""
+        records = self.mirror.records()
+        # A word some note holds, so the full-text leg fetches a row (a query matching nothing
+        # reads no data files, and so passes on an index whose files are gone).
+        words = re.findall(r"[^\W_]{3,}", f"{records[0].title} {records[0].text}")[:1] if records else []
+        try:
+            self.count()
+            with _lance_errors("read a row"):
+                run_async(self.async_notes_table.query().limit(1).to_arrow())
+            self.search("vaultmem index check", k=1)
+            self.search_bm25(words[0] if words else "vaultmem index check", k=1)
+        except Exception as exc:  # LanceDB lets some errors through untranslated
+            return str(exc)
+        return None
 
     @property
     def notes_table(self) -> Any:
@@ -772,8 +873,13 @@ class NoteIndex:
         self.wait_for_maintenance()
         if self._warmup is not None:
             self._warmup.join()
-        with self._apply_lock, _lance_errors("flush the embedding cache"):
-            self._flush_cache()
+        try:
+            with self._apply_lock, _lance_errors("flush the embedding cache"):
+                self._flush_cache()
+        except IndexError_ as exc:  # a full disk, say: the cache is derived, the next run re-embeds
+            log.warning("%s", exc)
+        finally:
+            self._follower.close()
 
 
 def _warm(embedder: Embedder) -> None:

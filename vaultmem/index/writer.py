@@ -91,6 +91,10 @@ class WriteQueue:
             target = self._submitted
             return self._cond.wait_for(lambda: self._applied >= target, timeout)
 
+    def on_writer_thread(self) -> bool:
+        """True when called from the writer thread itself (inside ``apply``)."""
+        return threading.current_thread() is self._thread
+
     @property
     def idle(self) -> bool:
         """True when nothing is queued or being applied."""

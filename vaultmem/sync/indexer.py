@@ -21,7 +21,8 @@ from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, Entry, read_note
-from vaultmem.vault.layout import VaultLayout, is_conflict_copy
+from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy
+from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -323,6 +324,8 @@ def reconcile(
         progress(done, total)
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
     return report
 
 
@@ -332,11 +335,20 @@ def sync_path(
     """Bring one path's catalog entry and index row up to date.
 
     Returns what happened: ``unchanged`` (the daemon's own write, or nothing new), ``indexed``,
-    ``removed`` or ``malformed``.
+    ``removed``, ``malformed`` (reported, left out of the index), ``unreadable`` (a name that is not
+    UTF-8: reported, never read) or ``skipped`` (a pipe, socket or device: reported, never opened).
     """
     full = layout.root / rel
+    reason = layout.skip_reason(rel)
+    if reason is not None:
+        catalog.refresh(rel)  # records why in catalog.skipped
+        rows = index.records_for_paths([rel])
+        if rows:  # a note replaced by a pipe, say
+            index.delete_ids([r.id for r in rows])
+        log.warning("%s", reason)
+        return "unreadable" if bad_name_reason(rel) is not None else "skipped"
     if not full.is_file():
-        had = catalog.by_path(rel) is not None or rel in catalog.problems
+        had = catalog.by_path(rel) is not None or rel in catalog.problems or shown(rel) in catalog.skipped
         catalog.forget_path(rel)
         rows = index.records_for_paths([rel])
         if rows:

@@ -29,6 +29,11 @@ T = TypeVar("T")
 #: note read more often than the debounce (a poller, a sync client's scan) would never be indexed.
 _READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
 _WATCHDOG_LOGGERS = ("watchdog.observers.inotify", "watchdog.observers.inotify_c")
+#: What ``sync_path`` did that is the person's change to record in git: a note indexed or removed,
+#: a side file changed, and also a note left out of the index (malformed frontmatter, a name that
+#: is not UTF-8): git is the audit trail of what the person did too. A pipe or socket (``skipped``)
+#: is nothing git could record.
+_COMMITTED = frozenset({"indexed", "removed", "changed", "malformed", "unreadable"})
 
 
 class _OverflowSpy(logging.Handler):
@@ -96,6 +101,7 @@ class VaultWatcher:
         self._dirty: set[str] = set()
         self._last_change = 0.0
         self._rescan_requested = False
+        self._rescan_at = float("inf")  # a rescan asked for later (a retry), monotonic time
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -105,6 +111,8 @@ class VaultWatcher:
         self._watched: set[Path] = set()
         self._new_folders: set[Path] = set()
         self.processed = 0
+        #: Rescans finished (periodic, requested or after an overflow), for tests and status.
+        self.rescans = 0
 
     # -- events -------------------------------------------------------------------------------
     def relative(self, raw: str) -> str | None:
@@ -161,6 +169,12 @@ class VaultWatcher:
             self._rescan_requested = True
             self._cond.notify()
 
+    def rescan_soon(self, delay: float) -> None:
+        """Rescan in ``delay`` seconds (or sooner, if another rescan is due first)."""
+        with self._cond:
+            self._rescan_at = min(self._rescan_at, time.monotonic() + delay)
+            self._cond.notify()
+
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         for name in _WATCHDOG_LOGGERS:
@@ -200,7 +214,7 @@ class VaultWatcher:
         while True:
             with self._cond:
                 now = time.monotonic()
-                waits = [next_rescan - now]
+                waits = [next_rescan - now, self._rescan_at - now]
                 if self._due:
                     waits.append(min(self._due.values()) - now)
                 if self._dirty:
@@ -214,8 +228,10 @@ class VaultWatcher:
                 for p in ready:
                     del self._due[p]
                     self._first_touch.pop(p, None)
-                rescan = self._rescan_requested or now >= next_rescan
+                rescan = self._rescan_requested or now >= min(next_rescan, self._rescan_at)
                 self._rescan_requested = False
+                if rescan:
+                    self._rescan_at = float("inf")
                 new_folders, self._new_folders = self._new_folders, set()
             for folder in sorted(new_folders):
                 _safe(partial(self._watch, folder), None)
@@ -223,10 +239,11 @@ class VaultWatcher:
             if rescan:
                 next_rescan = now + self.rescan_interval
                 changed.extend(_safe(self._rescan, []))
+                self.rescans += 1
             for rel in ready:
                 outcome = _safe(partial(self._sync_path, rel), "error")
                 self.processed += 1
-                if outcome in ("indexed", "removed", "changed"):  # changed: a side file (no index)
+                if outcome in _COMMITTED:
                     changed.append(rel)
             if changed:
                 with self._cond:

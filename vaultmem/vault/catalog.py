@@ -9,7 +9,6 @@ current by the write path and the watcher. Malformed notes are recorded as probl
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -26,7 +25,8 @@ from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.layout import VaultLayout, is_conflict_copy
+from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
+from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 5
@@ -126,13 +126,14 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
     except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
         raise MalformedNote(f"{rel}: links to a file outside the vault; vaultmem does not follow it") from exc
     try:
-        size = path.stat().st_size
-        if size > MAX_NOTE_BYTES:  # checked before reading: a pasted 1 GB log costs nothing
-            raise MalformedNote(
-                f"{rel}: is {size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are not "
-                "read or indexed (a pasted log?): split it or move it out of the vault"
-            )
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_NOTE_BYTES)  # never blocks: a pipe is refused, not opened
+    except FileTooLarge as exc:  # checked before reading: a pasted 1 GB log costs nothing
+        raise MalformedNote(
+            f"{rel}: is {exc.size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are not "
+            "read or indexed (a pasted log?): split it or move it out of the vault"
+        ) from exc
+    except NotARegularFile as exc:
+        raise MalformedNote(f"{rel}: is {exc.kind}, not a file; vaultmem never reads it") from exc
     except OSError as exc:
         raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
     try:
@@ -143,9 +144,9 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
 
 
 def file_hash(path: Path) -> str | None:
-    """sha256 of a file's bytes now; None when it cannot be read (gone, say)."""
+    """sha256 of a file's bytes now; None when it cannot be read (gone, say, or not a file)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular(path)).hexdigest()
     except OSError:
         return None
 
@@ -164,6 +165,9 @@ class Catalog:
         self._by_stem: dict[str, set[str]] = {}  # lower-cased file stem -> paths
         self._days: Counter[str] = Counter()
         self.problems: dict[str, str] = {}
+        #: Paths that look like notes but are never read: ``{printable path: why}`` (a name that is
+        #: not UTF-8, a named pipe, a socket, a device). Reported by doctor and health.
+        self.skipped: dict[str, str] = {}
         self._cache_file = layout.state_dir / "catalog.json"
 
     # -- building ---------------------------------------------------------------------------
@@ -173,7 +177,7 @@ class Catalog:
         parsed = 0
         with self._lock:
             self._clear()
-            for rel, st in self.layout.iter_note_paths():
+            for rel, st in self.layout.iter_note_paths(self.skipped):
                 old = cached.get(rel)
                 if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
                     self._add(old)
@@ -190,10 +194,19 @@ class Catalog:
         with self._lock:
             self._remove(rel)
             self.problems.pop(rel, None)
+            self.skipped.pop(shown(rel), None)
+            reason = bad_name_reason(rel)
+            if reason is not None:
+                self.skipped[shown(rel)] = reason
+                return None
             full = self.layout.root / rel
             try:
                 st = full.stat()
             except OSError:
+                return None
+            reason = not_a_file_reason(rel, st.st_mode)
+            if reason is not None:  # a pipe or socket: never opened (a read could block forever)
+                self.skipped[rel] = reason
                 return None
             try:
                 note = read_note(self.layout, rel)
@@ -219,6 +232,7 @@ class Catalog:
         with self._lock:
             self._remove(rel)
             self.problems.pop(rel, None)
+            self.skipped.pop(shown(rel), None)
 
     def _clear(self) -> None:
         self._by_path.clear()
@@ -229,6 +243,7 @@ class Catalog:
         self._by_stem.clear()
         self._days.clear()
         self.problems.clear()
+        self.skipped.clear()
 
     def _add(self, entry: Entry) -> None:
         self._by_path[entry.path] = entry
@@ -397,8 +412,10 @@ class Catalog:
         payload = json.dumps(
             {"version": CACHE_VERSION, "fields": _FIELDS, "entries": rows}, ensure_ascii=False
         )
-        with contextlib.suppress(OSError):  # the cache is derived: losing it only slows a start
+        try:
             atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
+        except (OSError, UnicodeEncodeError) as exc:  # derived: losing it only slows the next start
+            log.warning("the catalog cache %s was not saved: %s", self._cache_file, exc)
 
 
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values

@@ -3,8 +3,10 @@
 The git CLI runs in a subprocess (more robust in a long-lived daemon than library objects). One
 writer thread makes every commit, grouping writes that queue up under load into one commit that
 names each of them. A lock held by a person's git (``index.lock``) gets bounded retries and then a
-clear error; vaultmem never deletes a lock it did not create, and never loses the write: the file is
-already durable on disk and the next attempt (or the next start) commits it.
+clear error; vaultmem never deletes a lock a process holds, and never loses the write: the file is
+already durable on disk and the next attempt (or the next start) commits it. A lock nobody holds
+that is older than the lock timeout was left by a git killed mid-commit: it is removed and logged
+(:mod:`vaultmem.vault.gitlock`).
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import stat
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultmem.errors import GitError
+from vaultmem.errors import GitError, GitLocked
+from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
+from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
 _ALREADY_RECORDED = (
@@ -131,10 +136,15 @@ class GitRepo:
         input_bytes: bytes | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = 120,
+        errors: str = "replace",
     ) -> str:
-        """Run a git command in the work tree and return its standard output."""
+        """Run a git command in the work tree and return its standard output.
+
+        ``errors="surrogateescape"`` keeps paths that are not UTF-8 usable as file names (git
+        prints a path's bytes as they are, with ``core.quotepath=off``).
+        """
         result = self.run(*args, check=check, input_bytes=input_bytes, env=env, timeout=timeout)
-        return result.stdout.decode("utf-8", "replace")
+        return result.stdout.decode("utf-8", errors)
 
     def is_repo(self) -> bool:
         try:
@@ -151,15 +161,49 @@ class GitRepo:
             except GitError as exc:
                 if not any(m in str(exc) for m in _LOCK_MARKERS):
                     raise
+                lock = lock_named_in(str(exc), self.git_dir)
+                if lock is not None and self.remove_if_stale(lock):
+                    continue  # a lock a killed git left behind: gone now, try again at once
                 if time.monotonic() >= deadline:
-                    raise GitError(
-                        f"git is locked by another process (index.lock) and stayed locked for "
-                        f"{self.lock_timeout:.0f}s; vaultmem left the lock alone. The change is safe on "
-                        "disk and will be committed on the next attempt: finish or abort the other git "
-                        "command, or remove a stale .git/index.lock yourself if no git is running"
+                    shown_lock = lock.name if lock is not None else "index.lock"
+                    raise GitLocked(
+                        f"git is locked by another process ({shown_lock}) and stayed locked for "
+                        f"{self.lock_timeout:.0f}s; vaultmem leaves a lock a running process holds alone. "
+                        "The change is safe on disk and will be committed on the next attempt: finish "
+                        "or abort the other git command"
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    def remove_if_stale(self, lock: Path) -> bool:
+        """Remove ``lock`` if it is stale (older than the lock timeout, held by no process, no git
+        running in the repository: see :mod:`vaultmem.vault.gitlock`); True if it is gone now."""
+        state = inspect(lock, self.work_tree, self.git_dir)
+        if state is None:
+            return True  # released meanwhile
+        if not state.stale(self.lock_timeout):
+            return False
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            log.warning("could not remove the stale git lock %s: %s", lock, exc)
+            return False
+        log.warning(
+            "removed a stale git lock %s: %.0f s old and no process held it open (a git killed "
+            "mid-commit, say by a supervisor stopping the whole process group)",
+            lock,
+            state.age_s,
+        )
+        return True
+
+    def locks(self) -> list[GitLock]:
+        """git's lock files in this repository now, live or stale (``vaultmem doctor`` lists them)."""
+        try:
+            return find_locks(self.work_tree, self.git_dir)
+        except (OSError, GitError):
+            return []
 
     def commit_paths(self, paths: Sequence[str], message: str) -> bool:
         """Commit exactly ``paths`` (vault-relative) with ``message``; False when nothing changed.
@@ -169,17 +213,18 @@ class GitRepo:
         unique = sorted(set(paths))
         if not unique:
             return False
-        # A path that is neither on disk nor tracked (created and removed between two commits)
-        # would make git refuse the whole pathspec: leave such paths out.
+        # A path that is neither on disk nor tracked (created and removed between two commits), or
+        # that git cannot record (a named pipe, a socket), would make git refuse the whole
+        # pathspec: leave such paths out.
         tracked_missing = self._tracked(unique)
-        unique = [p for p in unique if p in tracked_missing or (self.work_tree / p).exists()]
+        unique = [p for p in unique if p in tracked_missing or _committable(self.work_tree / p)]
         if not unique:
             return False
         # Paths and message go through stdin and a file, not argv: a batch of thousands of notes
         # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all). The
         # file lives in the git directory (never synced, never committed, swept at start if a kill
         # left it), not in the system temp folder.
-        listed = "\0".join(unique).encode("utf-8")
+        listed = "\0".join(unique).encode("utf-8", "surrogateescape")  # a name's own bytes
         self._with_lock_retries(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
         )
@@ -189,7 +234,7 @@ class GitRepo:
             self._with_lock_retries(
                 "commit", "-q", "--no-verify", "--allow-empty-message", "-F", "-",
                 f"--pathspec-from-file={spec.name}", "--pathspec-file-nul",
-                input_bytes=message.encode("utf-8"),
+                input_bytes=message.encode("utf-8", "replace"),
             )  # fmt: skip
         except GitError as exc:
             # Another commit already took these paths' current content (git words it three ways;
@@ -214,15 +259,15 @@ class GitRepo:
         self._with_lock_retries("update-ref", "-m", "vaultmem: audit line", "HEAD", new, head)
 
     def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
-        missing = [p for p in paths if not (self.work_tree / p).exists()]
+        missing = [p for p in paths if not _committable(self.work_tree / p)]
         if not missing:
             return frozenset()
-        out = self.git("ls-files", "-z", "--", *missing)
+        out = self.git("ls-files", "-z", "--", *missing, errors="surrogateescape")
         return frozenset(p for p in out.split("\0") if p)
 
     def pending_changes(self) -> list[str]:
         """Vault-relative paths git sees as changed or untracked (ignored files excluded)."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", errors="surrogateescape")
         paths: list[str] = []
         records = out.split("\0")
         i = 0
@@ -257,6 +302,45 @@ class GitRepo:
             sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
             entries.append({"commit": sha, "date": date, "author": author, "message": body.strip()})
         return entries
+
+
+def _committable(path: Path) -> bool:
+    """True for what git can record at ``path``: a file or a symlink (not a pipe, not a socket)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+
+#: Notes named in a subject before it says how many more there are.
+SUBJECT_NAMES = 3
+
+
+def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
+    """Up to :data:`SUBJECT_NAMES` names for a commit subject, then how many more."""
+    shown_names = sep.join(shown(n) for n in names[:SUBJECT_NAMES])
+    more = len(names) - SUBJECT_NAMES
+    return f"{shown_names} and {more} more" if more > 0 else shown_names
+
+
+def hand_edit_message(paths: Sequence[str], deleted: Collection[str] = ()) -> str:
+    """The message of the watcher's commit of hand edits; a deletion says it is one.
+
+    One file: ``hand edit: <path>`` or ``hand deletion: <path>``. Several: ``hand edits: N files
+    (K deleted): a, b, c and 2 more``, naming the notes by file name; the body lists each path.
+    """
+    if len(paths) == 1:
+        verb = "deletion" if paths[0] in deleted else "edit"
+        title = f"hand {verb}: {shown(paths[0])}"
+    else:
+        gone = sum(1 for p in paths if p in deleted)
+        count = f"{len(paths)} files" + (f" ({gone} deleted)" if gone else "")
+        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
+        title = f"hand edits: {count}: {names_in_subject(stems)}"
+    lines = "\n".join(f"- {'deleted' if p in deleted else 'edited'} {shown(p)}" for p in paths[:50])
+    more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
+    return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
 
 
 def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
@@ -316,6 +400,14 @@ class CommitWriter:
         marker = self.submit([], "")
         marker.result(timeout=timeout)
 
+    def defer(self, paths: Sequence[str], message: str) -> None:
+        """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
+        job = _Job(list(paths), message, record=False)
+        if self._thread is None:
+            self._retry.append(job)  # the writer starts later, or commits inline with the next write
+        else:
+            self._queue.put(job)
+
     def close(self, timeout: float = 60.0) -> None:
         if self._thread is None:
             return
@@ -361,10 +453,13 @@ class CommitWriter:
                     message = real[0].message
                 else:
                     # A summary line per write, then each write's own message in full, so a grouped
-                    # commit still names every write's tool, id, slug, kind and project.
-                    lines = "\n".join(f"- {(j.message.splitlines() or [''])[0]}" for j in real)
+                    # commit still names every write's tool, id, slug, kind and project; the
+                    # subject names the first few writes, so `git log --oneline` shows them too.
+                    subjects = [(j.message.splitlines() or [""])[0] for j in real]
+                    lines = "\n".join(f"- {s}" for s in subjects)
                     details = "\n\n".join(j.message.strip() for j in real)
-                    message = f"vaultmem: {len(real)} writes\n\n{lines}\n\n{details}\n"
+                    title = f"vaultmem: {len(real)} writes: {names_in_subject(subjects, sep='; ')}"
+                    message = f"{title}\n\n{lines}\n\n{details}\n"
                 if self.repo.commit_paths(paths, message):
                     self.commits += 1
                 elif any(j.record for j in real):

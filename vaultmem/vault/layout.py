@@ -6,9 +6,11 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 
 from vaultmem.errors import InvalidInput
 from vaultmem.vault.atomic import TEMP_PREFIX
+from vaultmem.vault.reading import is_valid_name, kind_of, shown
 
 STATE_DIRNAME = ".vaultmem"
 #: Directories never walked: git, vaultmem's state, Obsidian's settings, Obsidian's trash.
@@ -63,6 +65,24 @@ def is_side_file(rel: str) -> bool:
     return name in SLOT_FILES or name == PROJECT_FILE
 
 
+def bad_name_reason(rel: str) -> str | None:
+    """Why a path that would be a note is skipped because of its name (not UTF-8), or None."""
+    if is_valid_name(rel):
+        return None
+    return (
+        f"{shown(rel)}: the name is not valid UTF-8 (made on a system with another encoding?); "
+        "vaultmem does not read it: rename it"
+    )
+
+
+def not_a_file_reason(rel: str, mode: int) -> str | None:
+    """Why a path named like a note is skipped because it is no file (a pipe, a socket...), or None."""
+    kind = kind_of(mode)
+    if kind is None:
+        return None
+    return f"{shown(rel)}: is {kind}, not a file; vaultmem never reads it: remove it or rename it"
+
+
 def is_ignored_rel(rel: str) -> bool:
     """True when a vault-relative posix path is not a note vaultmem should read or index."""
     parts = PurePosixPath(rel).parts
@@ -98,17 +118,33 @@ class VaultLayout:
         """The vault-relative posix path of an absolute path inside the vault."""
         return path.resolve().relative_to(self.root).as_posix()
 
-    def iter_note_paths(self) -> Iterator[tuple[str, os.stat_result]]:
+    def skip_reason(self, rel: str) -> str | None:
+        """Why the file at ``rel`` is skipped rather than read as a note (its name is not UTF-8, or
+        it is a pipe, socket or device, itself or through a symlink), or None."""
+        reason = bad_name_reason(rel)
+        if reason is not None:
+            return reason
+        try:
+            mode = (self.root / rel).stat().st_mode
+        except OSError:
+            return None
+        return not_a_file_reason(rel, mode)
+
+    def iter_note_paths(self, skipped: dict[str, str] | None = None) -> Iterator[tuple[str, os.stat_result]]:
         """Every note file in the vault with its stat, skipping ignored folders and files.
 
         Sorted by folder, then name. Plain strings and ``os.scandir`` rather than ``Path`` objects:
         this walk is most of a start's catalog scan (~0.1 s instead of ~0.4 s at 10k notes).
-        Symlinked folders are not walked into (as ``os.walk`` does by default).
+        Symlinked folders are not walked into (as ``os.walk`` does by default). Paths that look like
+        notes but are not readable as one (a name that is not UTF-8, a named pipe, a socket) are
+        left out and, when ``skipped`` is given, recorded in it as ``{printable path: why}``.
         """
         skip_state = str(self.state_dir)
-        yield from self._walk(str(self.root), "", skip_state)
+        yield from self._walk(str(self.root), "", skip_state, {} if skipped is None else skipped)
 
-    def _walk(self, folder: str, prefix: str, skip_state: str) -> Iterator[tuple[str, os.stat_result]]:
+    def _walk(
+        self, folder: str, prefix: str, skip_state: str, skipped: dict[str, str]
+    ) -> Iterator[tuple[str, os.stat_result]]:
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
@@ -125,6 +161,12 @@ class VaultLayout:
             if is_dir:
                 if name in IGNORED_DIRS or name.startswith(".") or entry.path == skip_state:
                     continue
+                if not is_valid_name(name):  # every note below would have an unprintable path
+                    skipped[shown(prefix + name) + "/"] = (
+                        f"{shown(prefix + name)}/: the folder's name is not valid UTF-8; vaultmem "
+                        "does not look inside it: rename it"
+                    )
+                    continue
                 if not entry.is_symlink():
                     dirs.append((name, entry.path))
             elif name.endswith(".md") and not name.startswith(".") and not is_ignored_name(name):
@@ -134,11 +176,17 @@ class VaultLayout:
             rel = prefix + name
             if (not prefix and name in ROOT_NON_NOTES) or (prefix and is_side_file(rel)):
                 continue
+            if not is_valid_name(name):  # the folders above are valid: skipped otherwise
+                skipped[shown(rel)] = bad_name_reason(rel) or ""
+                continue
             try:
                 st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 (no Path objects: speed)
             except OSError:
                 continue
+            if not S_ISREG(st.st_mode):  # a FIFO would block the read: never open it
+                skipped[rel] = not_a_file_reason(rel, st.st_mode) or ""
+                continue
             yield rel, st
         dirs.sort()
         for name, path in dirs:
-            yield from self._walk(path, f"{prefix}{name}/", skip_state)
+            yield from self._walk(path, f"{prefix}{name}/", skip_state, skipped)

@@ -38,6 +38,7 @@ from vaultmem.notes.frontmatter import MalformedNote
 from vaultmem.notes.model import note_from_text
 from vaultmem.notes.slugs import meaningful_words, resolve_collision
 from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.gitlock import held_open
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.merge_driver import (
@@ -303,19 +304,8 @@ class Recovery:
 
 
 def _held_open(paths: set[str]) -> bool:
-    """True when any process has one of ``paths`` open (Linux: /proc/<pid>/fd)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True  # cannot tell: treat as held
-    for fd_dir in proc.glob("[0-9]*/fd"):
-        try:
-            for fd in fd_dir.iterdir():
-                with contextlib.suppress(OSError):
-                    if str(fd.readlink()) in paths:
-                        return True
-        except OSError:
-            continue
-    return False
+    """True when any process has one of ``paths`` open, or when the system cannot tell."""
+    return held_open(paths) is not False
 
 
 def _locks(git_dir: Path, *, merging: bool) -> list[Path]:

@@ -1,0 +1,110 @@
+"""Reading a vault file without ever blocking, and naming files that are not notes.
+
+A vault holds whatever a person or a program put there: a named pipe called ``notes.md`` (opening
+one for reading waits for a writer, forever), a socket, a device node, a symlink to any of them, a
+file whose name is not UTF-8 (made on a system with another encoding, or unpacked from an old
+archive). vaultmem reads only regular files: every read opens with ``O_NONBLOCK`` (a FIFO then
+opens at once instead of waiting), checks through the descriptor that it is a regular file
+(``fstat``, so nothing can be swapped in between the check and the read), and reads at most a
+given number of bytes. Anything else is skipped and reported, never read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+#: What a file that is not a regular file is, for the report.
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+class NotARegularFile(OSError):
+    """The path names a pipe, socket, device or folder: vaultmem does not read it."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"it is {kind}, not a file")
+        self.kind = kind
+
+
+class FileTooLarge(OSError):
+    """The file is larger than the reader accepts (checked before reading a byte)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"it is {size} bytes")
+        self.size = size
+
+
+def kind_of(mode: int) -> str | None:
+    """What a non-regular file is ("a named pipe", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of a regular file, read without blocking.
+
+    Raises :class:`NotARegularFile` for a pipe, socket, device or folder (a symlink is followed
+    to what it names), :class:`FileTooLarge` when ``limit`` is given and the file is larger, and
+    ``OSError`` for anything the system refuses (gone, permission denied).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        try:  # a socket cannot be opened at all (ENXIO): say what it is
+            kind = kind_of(Path(path).stat().st_mode)
+        except OSError:
+            kind = None
+        if kind is not None:
+            raise NotARegularFile(kind) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        kind = kind_of(st.st_mode)
+        if kind is not None:
+            raise NotARegularFile(kind)
+        if limit is not None and st.st_size > limit:
+            raise FileTooLarge(st.st_size)
+        chunks: list[bytes] = []
+        remaining = limit + 1 if limit is not None else None  # one more: a file that grew is caught
+        while remaining is None or remaining > 0:
+            chunk = os.read(fd, 1 << 20 if remaining is None else min(1 << 20, remaining))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
+        data = b"".join(chunks)
+        if limit is not None and len(data) > limit:
+            raise FileTooLarge(len(data))
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: Path | str, limit: int | None = None) -> str:
+    """:func:`read_regular`, decoded as UTF-8 (a leading BOM dropped); raises UnicodeDecodeError."""
+    return read_regular(path, limit).decode("utf-8-sig")
+
+
+def is_valid_name(name: str) -> bool:
+    """False for a file name whose bytes are not UTF-8 (Python hands them over as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path: str) -> str:
+    """``path`` as it can be printed and sent as JSON: bytes that are not UTF-8 become ``\\xNN``."""
+    if is_valid_name(path):
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
