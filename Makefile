@@ -6,6 +6,9 @@ VAULT ?= $(or $(VAULTMEM_VAULT),$(HOME)/vaultmem-vault)
 STAMP := $(VENV)/.installed
 # Synthetic vault sizes for benchmarks/scale.py (add 100000 for the full run, ~15 min the first time).
 BENCH_SIZES ?= 1000,10000
+# pytest-xdist workers for `make test` (the tests mostly wait on subprocesses and fsync, so more
+# workers than cores pays off; TEST_WORKERS=0 runs in one process).
+TEST_WORKERS ?= 3
 
 .PHONY: install test test-all lint bench serve clean
 
@@ -18,7 +21,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
