@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 VAULT ?= $(or $(VAULTMEM_VAULT),$(HOME)/vaultmem-vault)
+# The daemon's port (`make serve PORT=7900`).
+PORT ?= 7821
 STAMP := $(VENV)/.installed
 # Synthetic vault sizes for benchmarks/scale.py (add 100000 for the full run, ~15 min the first time).
 BENCH_SIZES ?= 1000,10000
@@ -39,7 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
 
 serve: $(STAMP)
-	$(BIN)/vaultmem serve --vault "$(VAULT)" --init
+	$(BIN)/vaultmem serve --vault "$(VAULT)" --port "$(PORT)" --init
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

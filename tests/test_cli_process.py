@@ -77,3 +77,25 @@ def test_the_embedding_model_writes_nothing_under_home(vault: Path, isolated_hom
     hits = json.loads(found.stdout)["results"]
     assert hits and hits[0]["slug"].startswith("the-espresso-grinder")  # the model really ran
     assert files_under(isolated_home) == []
+
+
+def test_the_cli_finds_the_default_vault_from_any_folder(isolated_home: Path, tmp_path: Path) -> None:
+    """The vault `make serve` creates (~/vaultmem-vault) is the one every command uses when no
+    --vault or $VAULTMEM_VAULT names another, whatever folder the command runs in."""
+    elsewhere = tmp_path / "some" / "project"
+    elsewhere.mkdir(parents=True)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [VAULTMEM, *args], cwd=elsewhere, capture_output=True, text=True, timeout=120, input=""
+        )
+
+    made = run("init")
+    assert made.returncode == 0, made.stderr
+    assert (isolated_home / "vaultmem-vault" / ".git").exists()
+    added = run("append", "--kind", "reference", "The default vault holds the kettle note.")
+    assert added.returncode == 0, added.stderr
+    found = run("search", "--json", "kettle note")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"], found.stdout
+    assert not (elsewhere / "vault").exists()

@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--vault",
             metavar="PATH",
             default=default,
-            help="the vault folder (default: $VAULTMEM_VAULT, else ./vault)",
+            help="the vault folder (default: $VAULTMEM_VAULT, else ~/vaultmem-vault)",
         )
         options.add_argument(
             "--state-dir",

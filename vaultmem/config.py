@@ -15,7 +15,9 @@ from typing import Any
 from vaultmem.errors import InvalidInput
 from vaultmem.vault.layout import STATE_DIRNAME
 
-DEFAULT_VAULT = "vault"
+#: The vault every command uses when neither --vault nor $VAULTMEM_VAULT names one: the one
+#: `make serve` creates, so the CLI finds it from any folder.
+DEFAULT_VAULT = "~/vaultmem-vault"
 CONFIG_FILE = "vaultmem.yaml"
 
 
@@ -77,7 +79,7 @@ class Settings:
         **overrides: Any,
     ) -> Settings:
         """Settings from explicit values, then the environment, then ``<vault>/vaultmem.yaml``,
-        then the defaults (``./vault`` and ``<vault>/.vaultmem``)."""
+        then the defaults (``~/vaultmem-vault`` and ``<vault>/.vaultmem``)."""
         vault_path = Path(vault or os.environ.get("VAULTMEM_VAULT") or DEFAULT_VAULT).expanduser()
         vault_path = vault_path.resolve()
         state = state_dir or os.environ.get("VAULTMEM_STATE_DIR")
