@@ -35,8 +35,8 @@ from _bench_data import OUT, CachedEmbedder, Dataset, evaluate_notes, load_locom
 
 from vaultmem.index.embedder import OnnxEmbedder  # noqa: E402
 from vaultmem.index.fusion import FusedScore, FusionConfig, fuse, propagate_context  # noqa: E402
+from vaultmem.index.note_index import NoteIndex  # noqa: E402
 from vaultmem.index.records import NoteRecord, SearchFilters  # noqa: E402
-from vaultmem.index.store import NoteIndex  # noqa: E402
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WRITERS = 4
@@ -101,7 +101,7 @@ def build_with_header(
 ) -> Built:
     """Build with the neighbours' text (same writer, adjacent in write order) added at index time to
     the embedded text (``emb``) and/or the BM25 text (``bm25``): ``prev``, ``next`` or ``both``."""
-    import vaultmem.index.store as store_module
+    import vaultmem.index.note_index as store_module
     from vaultmem.index import records as rec_module
 
     records, writer = stamp(dataset, order)

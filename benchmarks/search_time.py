@@ -34,8 +34,8 @@ from _common import pct  # noqa: E402
 
 from vaultmem.index.embedder import OnnxEmbedder  # noqa: E402
 from vaultmem.index.fusion import fuse, propagate_context  # noqa: E402
+from vaultmem.index.note_index import NoteIndex  # noqa: E402
 from vaultmem.index.records import SearchFilters  # noqa: E402
-from vaultmem.index.store import NoteIndex  # noqa: E402
 
 
 def timed(samples: dict[str, list[float]], key: str, fn: Callable[[], Any]) -> Any:

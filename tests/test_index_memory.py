@@ -11,9 +11,9 @@ import pytest
 from vaultmem.errors import InvalidInput
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.index.mirror import NoteMirror
+from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.index.search import run_async
-from vaultmem.index.store import NoteIndex
 
 STATUSES = ["active", "unfiled", "archived", "deleted"]
 PROJECTS = [None, "alpha", "beta", "O'Brien's"]

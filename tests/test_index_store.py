@@ -12,8 +12,8 @@ import pytest
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.index.records import EdgeRecord, NoteRecord, SearchFilters
-from vaultmem.index.store import NoteIndex
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.records import NoteRecord, SearchFilters
 
 
 class CountingEmbedder(FakeEmbedder):
@@ -82,12 +82,10 @@ def test_upsert_replaces_by_id(index: NoteIndex) -> None:
     assert ids(index.search_bm25("sofa", SearchFilters(project="alpha"))) == {1}
 
 
-def test_delete_ids_removes_notes_and_their_edges(index: NoteIndex) -> None:
-    edge = EdgeRecord(CORPUS[0].id, "supports", CORPUS[2].id, "e1", "2025-01-01T00:00:00Z")
-    index.replace_edges_for(CORPUS[0].id, [edge])
+def test_delete_ids_removes_notes(index: NoteIndex) -> None:
     index.delete_ids([CORPUS[0].id])
     assert index.get(CORPUS[0].id) is None
-    assert index.edges_for(CORPUS[2].id) == []
+    assert 0 not in ids(index.search_bm25("cat", SearchFilters(statuses=None), k=10))
 
 
 def test_default_filters_search_live_notes_only(index: NoteIndex) -> None:
@@ -230,7 +228,7 @@ def test_a_few_rows_written_then_a_pause_do_not_start_a_fold(tmp_path: Path) -> 
     idx.maintenance()
     idx.upsert([note(1000, "one more note")])
     idx.wait_for_writes()
-    timer = idx._quiet_timer
+    timer = idx._maintenance._quiet_timer
     assert timer is not None
     timer.join(5)
     idx.wait_for_maintenance()
@@ -271,18 +269,6 @@ def test_rows_left_unindexed_by_short_lived_processes_are_folded_in_at_the_next_
         got = [(h.record.id, round(h.score, 5)) for h in reopened.search_bm25(query, k=40).hits]
         want = [(h.record.id, round(h.score, 5)) for h in fresh.search_bm25(query, k=40).hits]
         assert sorted(got) == sorted(want), query
-
-
-def test_edges_are_replaced_per_source(index: NoteIndex) -> None:
-    src, dst = CORPUS[0].id, CORPUS[2].id
-    e1 = EdgeRecord(src, "supports", dst, "e1", "2025-01-01T00:00:00Z")
-    e2 = EdgeRecord(src, "refines", CORPUS[1].id, "e2", "2025-01-01T00:00:00Z")
-    index.replace_edges_for(src, [e1, e2])
-    index.replace_edges_for(src, [e2])
-    assert index.edges_for(src) == [e2]
-    assert index.edges_for(dst) == []
-    with pytest.raises(InvalidInput):
-        index.replace_edges_for(dst, [e2])
 
 
 def test_context_lends_score_to_the_adjacent_turn(tmp_path: Path) -> None:
