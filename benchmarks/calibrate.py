@@ -123,7 +123,7 @@ def score_floors() -> None:
     embedder = CachedEmbedder(OnnxEmbedder())
     calibration = ScoreCalibration()
     with tempfile.TemporaryDirectory(prefix="vaultmem-calibrate-") as tmp:
-        index = NoteIndex.open(Path(tmp), embedder)
+        index = NoteIndex(Path(tmp), embedder)
         for start in range(0, len(notes), 512):
             index.upsert(notes[start : start + 512])
         index.maintenance()

@@ -81,7 +81,7 @@ def build(dataset: Dataset, order: str, cache: CachedEmbedder, workdir: Path, **
     )
     if transform is not None:
         records = transform(records, writer)
-    index = NoteIndex.open(workdir / f"{dataset.name}-{order.replace(' ', '-')}", cache, **kw)
+    index = NoteIndex(workdir / f"{dataset.name}-{order.replace(' ', '-')}", cache, **kw)
     for start in range(0, len(records), 512):
         index.upsert(records[start : start + 512])
     index.wait_for_writes()
@@ -138,7 +138,7 @@ def build_with_header(
     store_module.search_text = lambda r: with_header(orig_bm25(r), r, bm25)  # type: ignore[assignment]
     try:
         tag = f"{order.replace(' ', '-')}-e{emb}-b{bm25}-{len(source)}"
-        index = NoteIndex.open(workdir / f"{dataset.name}-{tag}", cache)
+        index = NoteIndex(workdir / f"{dataset.name}-{tag}", cache)
         for start in range(0, len(records), 512):
             index.upsert(records[start : start + 512])
         index.wait_for_writes()

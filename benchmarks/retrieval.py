@@ -286,7 +286,7 @@ def legs_on_built_index(run: DaemonRun, dataset: Dataset, embedder: Embedder) ->
     hybrid; also how many MCP rankings the in-process hybrid reproduces exactly."""
     from vaultmem.index.note_index import NoteIndex
 
-    index = NoteIndex.open(run.vault / ".vaultmem" / "index", embedder)
+    index = NoteIndex(run.vault / ".vaultmem" / "index", embedder)
     try:
         unindexed = index.unindexed_rows()
         fns: dict[str, SearchFn] = {

@@ -153,7 +153,7 @@ def test_maintenance_folds_beside_writes_and_compacts_with_the_writer_held_back(
     from vaultmem.index.embedder import FakeEmbedder
     from vaultmem.index.note_index import NoteIndex
 
-    index = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**9)
+    index = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**9)
     for n in range(40):
         index.upsert([note(n, f"teapot memo {n}")])
         index.wait_for_writes()

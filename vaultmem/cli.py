@@ -13,7 +13,8 @@ from typing import Any
 
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
-from vaultmem.memory import LOW_SPACE_MIB, Memory, SearchRequest
+from vaultmem.limits import LOW_SPACE_MIB
+from vaultmem.memory import Memory, SearchRequest
 
 Handler = Callable[[argparse.Namespace], int]
 

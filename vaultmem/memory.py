@@ -24,29 +24,25 @@ from vaultmem.config import Settings
 from vaultmem.errors import IndexError_, InvalidInput, VaultError
 from vaultmem.filing.projects import Project
 from vaultmem.index.embedder import Embedder
-from vaultmem.notes.links import EDGE_TYPES
 from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
-from vaultmem.operations.crystallize import DEFAULT_GRAPH_LIMIT, MAX_GRAPH_LIMIT, MAX_MEMBERS, Crystallize
-from vaultmem.operations.doctor import LOW_SPACE_MIB, DoctorReport
-from vaultmem.operations.edge_review import DEFAULT_MAX_PROPOSALS, MAX_PROPOSALS, EdgeReview
-from vaultmem.operations.edge_review import MAX_BATCH as MAX_PROPOSAL_BATCH
-from vaultmem.operations.edge_review import MAX_LIST_LIMIT as MAX_QUEUE_LIMIT
-from vaultmem.operations.edges import MAX_LINKS, MAX_UNLINKS, Edges
+from vaultmem.operations.crystallize import Crystallize
+from vaultmem.operations.doctor import DoctorReport
+from vaultmem.operations.edge_review import EdgeReview
+from vaultmem.operations.edges import Edges
 from vaultmem.operations.memories import AppendResult, CaptureResult, ForgetResult, Memories
 from vaultmem.operations.placement import Placement
 from vaultmem.operations.primers import Primers
-from vaultmem.operations.recall import MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, Recall, SearchSpec
-from vaultmem.operations.reflect import DEFAULT_WAKE_DAYS, MAX_WAKE_DAYS, Reflect, ReflectSpec
-from vaultmem.operations.results import THOUGHT_COLUMNS, Answer, Json, Payload, Scope, Thought, WithColumns
+from vaultmem.operations.recall import Recall, SearchSpec
+from vaultmem.operations.reflect import Reflect, ReflectSpec
+from vaultmem.operations.results import Answer, Json, Payload, Scope, Thought, WithColumns
 from vaultmem.operations.results import status_filter as _status
-from vaultmem.operations.retention import MAX_LIMIT as MAX_RETENTION_LIMIT
-from vaultmem.operations.retention import MAX_SOURCES, Retention
-from vaultmem.operations.search import MAX_LIMIT, Search, SearchRequest, SearchResult
-from vaultmem.operations.status import DEFAULT_FRONTIER_LIMIT, DEFAULT_SLOTS_LIMIT, MAX_FRONTIER_LIMIT, Status
-from vaultmem.operations.supersede import MAX_BATCH, MergeSpec, Supersede
-from vaultmem.operations.thoughts import MAX_BULK, NewThought, Thoughts
+from vaultmem.operations.retention import Retention
+from vaultmem.operations.search import Search, SearchRequest, SearchResult
+from vaultmem.operations.status import DEFAULT_FRONTIER_LIMIT, DEFAULT_SLOTS_LIMIT, Status
+from vaultmem.operations.supersede import MergeSpec, Supersede
+from vaultmem.operations.thoughts import NewThought, Thoughts
 from vaultmem.sync.reconcile import Progress, ReconcileReport
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.history import Commit, GitRepo
@@ -59,15 +55,10 @@ if TYPE_CHECKING:
     from vaultmem.sync.keeper import IndexKeeper
 
 __all__ = [
-    "DEFAULT_FRONTIER_LIMIT", "DEFAULT_GRAPH_LIMIT", "DEFAULT_MAX_PROPOSALS", "DEFAULT_SLOTS_LIMIT",
-    "DEFAULT_WAKE_DAYS", "EDGE_TYPES", "LOW_SPACE_MIB", "MAX_BATCH", "MAX_BULK", "MAX_FRONTIER_LIMIT",
-    "MAX_GRAPH_LIMIT", "MAX_LIMIT", "MAX_LINKS", "MAX_LIST_LIMIT", "MAX_MEMBERS", "MAX_PROPOSALS",
-    "MAX_PROPOSAL_BATCH", "MAX_QUEUE_LIMIT",
-    "MAX_RETENTION_LIMIT", "MAX_SEARCH_LIMIT", "MAX_SOURCES", "MAX_UNLINKS", "MAX_WAKE_DAYS",
-    "THOUGHT_COLUMNS", "Answer", "AppendResult", "CaptureResult", "Clock", "Commit", "DoctorReport",
-    "Embedder", "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload",
-    "Progress", "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec",
-    "Thought", "WithColumns", "init_vault",
+    "Answer", "AppendResult", "CaptureResult", "Clock", "Commit", "DoctorReport", "Embedder",
+    "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
+    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "Thought",
+    "WithColumns", "init_vault",
 ]  # fmt: skip
 
 
@@ -106,7 +97,7 @@ class Memory:
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
         if index:
-            from vaultmem.index.note_index import warm_in_background
+            from vaultmem.index.embedder import warm_in_background
             from vaultmem.index.opening import calibration_for, embedder_for, open_index
 
             embedder = embedder or embedder_for(settings)
@@ -580,20 +571,7 @@ class Memory:
     def doctor(settings: Settings) -> DoctorReport:
         """``vaultmem doctor``: whether vault, index and git agree. Reads only: nothing is committed,
         swept or indexed, and the index is opened only if one exists."""
-        layout = VaultLayout(settings.vault, settings.state_dir)
-        repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
-        if not layout.root.is_dir() or not repo.is_repo():
-            raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
-        catalog = Catalog(layout)
-        catalog.scan()
-        from vaultmem.index.opening import open_existing_index
-
-        index = open_existing_index(settings)
-        try:
-            return doctor.diagnose(layout, catalog, index, repo)
-        finally:
-            if index is not None:
-                index.close()
+        return doctor.diagnose_vault(settings)
 
     @staticmethod
     def init(path: Path, git_dir: Path | None = None) -> tuple[Path, bool]:

@@ -20,12 +20,11 @@ tables are maintained is :mod:`~vaultmem.index.maintenance`'s business; how they
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -39,9 +38,10 @@ import pyarrow as pa
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema, cache, location
 from vaultmem.index.cache import EmbeddingCache
-from vaultmem.index.embedder import Embedder
+from vaultmem.index.embedder import Embedder, warm_in_background
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.maintenance import Maintenance
+from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import (
     NoteRecord,
@@ -55,12 +55,10 @@ from vaultmem.index.search import HybridSearcher, run_async
 from vaultmem.index.timeline import Timeline
 from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
 
-__all__ = ["NoteIndex", "warm_in_background"]
+__all__ = ["NoteIndex"]
 
 log = logging.getLogger(__name__)
 
-#: Bump when the derived columns (search_text, embedding text) or FTS options change.
-LAYOUT_VERSION = 3
 #: Tries of one LanceDB write before it is recorded as failed and left to the next reconcile.
 _WRITE_ATTEMPTS = 4
 #: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
@@ -82,7 +80,7 @@ def _lance_errors(action: str) -> Iterator[None]:
 
 
 class NoteIndex:
-    """The searchable index of a vault's notes. Create it with :meth:`NoteIndex.open`."""
+    """The searchable index of a vault's notes."""
 
     def __init__(
         self,
@@ -94,7 +92,14 @@ class NoteIndex:
         maintenance_threshold: int = 32,
         follow: Path | None = None,
     ) -> None:
-        """Open (creating if needed) the index under ``state_dir`` (see :meth:`open`)."""
+        """Open (creating if needed) the index under ``state_dir``.
+
+        The index remembers the embedding model it was built with; if ``embedder`` differs,
+        :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
+        With ``follow`` (the state directory whose current index ``state_dir`` is), the index
+        switches to the folder a full rebuild by another process puts in its place
+        (:mod:`vaultmem.index.location`).
+        """
         self._state_dir = Path(state_dir)
         self._embedder = embedder
         self._warmup = warm_in_background(embedder)  # the model loads while the notes are read
@@ -116,7 +121,7 @@ class NoteIndex:
         self.failed_writes: dict[str, str] = {}
         #: Called on the writer thread when a write fails for good (the owner schedules a retry).
         self.on_write_failure: Callable[[], None] | None = None
-        self._meta = self._read_meta()
+        self._meta = IndexMeta.read(self._state_dir)
         self._notes: Any = None  # LanceDB's (asynchronous) notes table, an untyped library object
         self._cache = EmbeddingCache(None, embedder)
         self._open_tables()
@@ -139,34 +144,6 @@ class NoteIndex:
             calibration=calibration or RelevanceCalibration(),
         )
 
-    @classmethod
-    def open(
-        cls,
-        state_dir: Path,
-        embedder: Embedder,
-        *,
-        fusion: FusionConfig | None = None,
-        calibration: RelevanceCalibration | None = None,
-        maintenance_threshold: int = 32,
-        follow: Path | None = None,
-    ) -> NoteIndex:
-        """Open (creating if needed) the index under ``state_dir``.
-
-        The index remembers the embedding model it was built with; if ``embedder`` differs,
-        :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
-        With ``follow`` (the state directory whose current index ``state_dir`` is), the index
-        switches to the folder a full rebuild by another process puts in its place
-        (:mod:`vaultmem.index.location`).
-        """
-        return cls(
-            state_dir,
-            embedder,
-            fusion=fusion,
-            calibration=calibration,
-            maintenance_threshold=maintenance_threshold,
-            follow=follow,
-        )
-
     # ----------------------------------------------------------------- opening and metadata
 
     @property
@@ -174,40 +151,11 @@ class NoteIndex:
         """The embedder this index embeds notes and queries with."""
         return self._embedder
 
-    @property
-    def _meta_path(self) -> Path:
-        return self._state_dir / "index.json"
-
-    def _read_meta(self) -> dict[str, Any]:
-        try:
-            loaded: dict[str, Any] = json.loads(self._meta_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise IndexError_(
-                f"{self._meta_path} is unreadable ({exc}); delete the state directory and run "
-                "`vaultmem reindex`"
-            ) from exc
-        return loaded
-
-    def _write_meta(self) -> None:
-        self._meta = {
-            "model_id": self._embedder.model_id,
-            "dim": self._embedder.dim,
-            "layout": LAYOUT_VERSION,
-        }
-        tmp = self._meta_path.with_suffix(".json.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(self._meta, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(self._meta_path)
-
     def _open_tables(self) -> None:
         with _lance_errors("open its tables"):
             db = self._db
             existing = set(run_async(db.list_tables()).tables)
-            if "notes" not in existing or not self._meta:
+            if "notes" not in existing or not self._meta.values:
                 if "notes" in existing:
                     run_async(db.drop_table("notes"))
                 self._create_notes_table()
@@ -224,7 +172,7 @@ class NoteIndex:
         schema = _schema.notes_schema(self._embedder.dim)
         self._notes = run_async(self._db.create_table("notes", schema=schema))
         run_async(_schema.create_note_indices(self._notes))
-        self._write_meta()
+        self._meta.write(self._embedder)
 
     @property
     def async_notes_table(self) -> Any:
@@ -246,7 +194,7 @@ class NoteIndex:
         if with_vectors and table.schema.field("vector").type.list_size != dim:
             raise IndexError_(
                 f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
-                f"{self._meta_path} says {dim}"
+                f"{self._meta.path} says {dim}"
             )
         if with_vectors and records:
             vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
@@ -258,7 +206,7 @@ class NoteIndex:
         repairs: list[WriteOp] = []
         if len(seen) != len(records):
             keep = sorted(seen.values())
-            dupes = sorted(_duplicates(records))
+            dupes = sorted(i for i, n in Counter(r.id for r in records).items() if n > 1)
             log.warning("the index held %d note id(s) twice; rewriting them once", len(dupes))
             records = [records[i] for i in keep]
             vectors = vectors[keep]
@@ -285,7 +233,7 @@ class NoteIndex:
                     with _lance_errors(f"open {folder}"):
                         self._state_dir = folder
                         self._db = run_async(lancedb.connect_async(str(folder / "lancedb")))
-                        self._meta = self._read_meta()
+                        self._meta = IndexMeta.read(self._state_dir)
                         self._open_tables()
                     self._cache.forget_known()
                     self._own_version = None
@@ -296,26 +244,12 @@ class NoteIndex:
             self.on_switch()
 
     def needs_rebuild(self) -> bool:
-        """True when the stored vectors or derived columns were built by another model/layout.
-
-        The model id is a hash of the model file, so the same id means the same vector width: the
-        stored width is trusted without loading the model (which loads on a thread meanwhile).
-        """
-        dim = self._meta.get("dim")
-        return (
-            self._meta.get("model_id") != self._embedder.model_id
-            or self._meta.get("layout") != LAYOUT_VERSION
-            or not isinstance(dim, int)
-            or isinstance(dim, bool)
-            or dim < 1
-        )
+        """True when the stored vectors or derived columns were built by another model/layout."""
+        return self._meta.stale_for(self._embedder)
 
     @property
     def _dim(self) -> int:
-        """The vector width: the stored one while the index matches the model, else the model's."""
-        if self.needs_rebuild():
-            return self._embedder.dim
-        return int(self._meta["dim"])
+        return self._meta.dim_for(self._embedder)
 
     def rebuild(self) -> int:
         """Recompute every derived column and vector from the stored notes; returns the row count.
@@ -652,31 +586,3 @@ class NoteIndex:
             log.warning("%s", exc)
         finally:
             self._follower.close()
-
-
-def _warm(embedder: Embedder) -> None:
-    """Load the embedding model (its width and id) ahead of first use; errors surface at that use."""
-    with suppress(Exception):  # reported where the model is first needed
-        _ = embedder.dim, embedder.model_id
-
-
-def warm_in_background(embedder: Embedder) -> threading.Thread:
-    """Start loading the model on a thread. Loading an ONNX session releases the GIL, so it runs
-    beside a start's catalog scan and index load instead of after them (~0.2 s of a cold start).
-
-    Not a daemon thread, and joined by whoever closes what started it: an interpreter that exits
-    while onnxruntime is still building the session tears its thread pool down under it and the
-    process aborts ("terminate called without an active exception", exit status 134); a command
-    as quick as ``vaultmem doctor`` always finished first.
-    """
-    thread = threading.Thread(target=_warm, args=(embedder,), name="vaultmem-model-load")
-    thread.start()
-    return thread
-
-
-def _duplicates(records: Sequence[NoteRecord]) -> set[str]:
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for r in records:
-        (twice if r.id in seen else seen).add(r.id)
-    return twice

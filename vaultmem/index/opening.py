@@ -66,7 +66,7 @@ def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
     path = location.current(settings.state_dir)
     follow = settings.state_dir
     try:
-        index = NoteIndex.open(path, embedder, calibration=calibration_for(settings), follow=follow)
+        index = NoteIndex(path, embedder, calibration=calibration_for(settings), follow=follow)
     except IndexError_ as exc:
         log.warning("the search index is damaged (%s); rebuilding it from the vault", exc)
     else:
@@ -80,7 +80,7 @@ def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
         with contextlib.suppress(Exception):
             index.close()
     shutil.rmtree(path, ignore_errors=True)
-    return NoteIndex.open(path, embedder, calibration=calibration_for(settings), follow=follow)
+    return NoteIndex(path, embedder, calibration=calibration_for(settings), follow=follow)
 
 
 def open_existing_index(settings: Settings) -> NoteIndex | None:
@@ -90,4 +90,4 @@ def open_existing_index(settings: Settings) -> NoteIndex | None:
     folder = location.current(settings.state_dir)
     if not folder.exists():
         return None
-    return NoteIndex.open(folder, embedder_for(settings), calibration=calibration_for(settings))
+    return NoteIndex(folder, embedder_for(settings), calibration=calibration_for(settings))

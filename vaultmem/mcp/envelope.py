@@ -23,7 +23,8 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 
 from vaultmem.errors import CapReached, Conflict, GitError, IndexError_, InvalidInput, NotFound, VaultmemError
-from vaultmem.memory import THOUGHT_COLUMNS, Answer, Json, Payload, Thought, WithColumns
+from vaultmem.limits import THOUGHT_COLUMNS
+from vaultmem.memory import Answer, Json, Payload, Thought, WithColumns
 
 #: The compact form of a thought (the graph document's five keys).
 COMPACT_FIELDS = ("id", "content", "status", "tags", "project")

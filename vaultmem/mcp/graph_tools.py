@@ -13,19 +13,11 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from vaultmem.errors import InvalidInput, VaultmemError
+from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
 from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
 from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
-from vaultmem.memory import (
-    MAX_BULK,
-    MAX_LINKS,
-    MAX_LIST_LIMIT,
-    MAX_SEARCH_LIMIT,
-    MAX_UNLINKS,
-    Memory,
-    NewThought,
-    SearchSpec,
-)
+from vaultmem.memory import Memory, NewThought, SearchSpec
 
 GRAPH_TOOL_NAMES = ("memory_recall", "memory_store")
 RECALL_RETIRED = {"top_k": "limit", "cluster": "is_cluster", "mode": "hybrid", "project_id": "cwd"}

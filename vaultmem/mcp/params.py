@@ -13,7 +13,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from vaultmem.memory import EDGE_TYPES
+from vaultmem.limits import EDGE_TYPES
 
 
 def describe(text: str) -> Any:

@@ -8,10 +8,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 
 from vaultmem.errors import VaultmemError
-from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
-from vaultmem.mcp.params import DeleteToken, Output, PreviewToken, StatusFilter, tombstone
-from vaultmem.mcp.params import describe as _d
-from vaultmem.memory import (
+from vaultmem.limits import (
     DEFAULT_GRAPH_LIMIT,
     DEFAULT_MAX_PROPOSALS,
     MAX_GRAPH_LIMIT,
@@ -21,8 +18,11 @@ from vaultmem.memory import (
     MAX_QUEUE_LIMIT,
     MAX_RETENTION_LIMIT,
     MAX_SOURCES,
-    Memory,
 )
+from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
+from vaultmem.mcp.params import DeleteToken, Output, PreviewToken, StatusFilter, tombstone
+from vaultmem.mcp.params import describe as _d
+from vaultmem.memory import Memory
 
 REVIEW_TOOL_NAMES = ("edge_review", "retention_review", "memory_crystallize")
 REVIEW_RETIRED: dict[str, str | None] = {"max_items": "max_proposals"}

@@ -22,19 +22,12 @@ from pydantic import Field
 
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
+from vaultmem.limits import MAX_LIMIT
 from vaultmem.mcp.graph_tools import GRAPH_TOOL_NAMES, register_graph_tools
 from vaultmem.mcp.review_tools import REVIEW_TOOL_NAMES, register_review_tools
 from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
 from vaultmem.mcp.validation import ToolServer
-from vaultmem.memory import (
-    MAX_LIMIT,
-    AppendResult,
-    CaptureResult,
-    ForgetResult,
-    Memory,
-    SearchRequest,
-    SearchResult,
-)
+from vaultmem.memory import AppendResult, CaptureResult, ForgetResult, Memory, SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

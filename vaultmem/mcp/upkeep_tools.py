@@ -14,10 +14,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 
 from vaultmem.errors import VaultmemError
-from vaultmem.mcp.envelope import FULL, envelope, failure, raw_text, reject_retired, shaping_for, success
-from vaultmem.mcp.params import ConfirmDelete, DeleteToken, Output, PreviewToken, StatusFilter, tombstone
-from vaultmem.mcp.params import describe as _d
-from vaultmem.memory import (
+from vaultmem.limits import (
     DEFAULT_FRONTIER_LIMIT,
     DEFAULT_SLOTS_LIMIT,
     DEFAULT_WAKE_DAYS,
@@ -25,11 +22,11 @@ from vaultmem.memory import (
     MAX_FRONTIER_LIMIT,
     MAX_LIST_LIMIT,
     MAX_WAKE_DAYS,
-    Answer,
-    Memory,
-    MergeSpec,
-    ReflectSpec,
 )
+from vaultmem.mcp.envelope import FULL, envelope, failure, raw_text, reject_retired, shaping_for, success
+from vaultmem.mcp.params import ConfirmDelete, DeleteToken, Output, PreviewToken, StatusFilter, tombstone
+from vaultmem.mcp.params import describe as _d
+from vaultmem.memory import Answer, Memory, MergeSpec, ReflectSpec
 
 DEFAULT_LIST_LIMIT = 50
 UPKEEP_TOOL_NAMES = (

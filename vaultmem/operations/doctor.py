@@ -8,6 +8,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.config import Settings
+from vaultmem.errors import VaultError
 from vaultmem.vault.catalog import Catalog, read_note
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
@@ -101,3 +103,21 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
     with contextlib.suppress(OSError):
         report.state_free_mib = round(shutil.disk_usage(layout.state_dir).free / 2**20, 1)
     return report
+
+
+def diagnose_vault(settings: Settings) -> DoctorReport:
+    """:func:`diagnose` the vault ``settings`` name, opening its index only if one exists."""
+    layout = VaultLayout(settings.vault, settings.state_dir)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
+    if not layout.root.is_dir() or not repo.is_repo():
+        raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
+    catalog = Catalog(layout)
+    catalog.scan()
+    from vaultmem.index.opening import open_existing_index
+
+    index = open_existing_index(settings)
+    try:
+        return diagnose(layout, catalog, index, repo)
+    finally:
+        if index is not None:
+            index.close()

@@ -17,11 +17,11 @@ from vaultmem.notes.ids import canonical_id, is_full_id, is_id_prefix
 from vaultmem.notes.links import Edge
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import (
+    STATUS_FILTERS,
     Answer,
     Json,
     Payload,
     Row,
-    STATUS_FILTERS,
     Thought,
     WithColumns,
     status_filter,

@@ -157,7 +157,7 @@ def rebuild_index(
     """
     folder, held = location.new_folder(settings.state_dir)
     try:
-        index = NoteIndex.open(folder, embedder, calibration=calibration_for(settings))
+        index = NoteIndex(folder, embedder, calibration=calibration_for(settings))
         try:
             report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog))
             index.maintenance()  # every row in the full-text index before anyone searches it
