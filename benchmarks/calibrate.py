@@ -111,8 +111,8 @@ def score_floors() -> None:
     from datetime import UTC, datetime, timedelta
 
     from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage
+    from vaultmem.index.note_index import NoteIndex
     from vaultmem.index.records import SearchFilters
-    from vaultmem.index.store import NoteIndex
 
     locomo_set, scifact_set = load_locomo(), load_scifact()
     base = datetime(2026, 12, 1, tzinfo=UTC)
@@ -123,7 +123,7 @@ def score_floors() -> None:
     embedder = CachedEmbedder(OnnxEmbedder())
     calibration = ScoreCalibration()
     with tempfile.TemporaryDirectory(prefix="vaultmem-calibrate-") as tmp:
-        index = NoteIndex.open(Path(tmp), embedder)
+        index = NoteIndex(Path(tmp), embedder)
         for start in range(0, len(notes), 512):
             index.upsert(notes[start : start + 512])
         index.maintenance()

@@ -31,11 +31,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from _common import machine, uncapped_vault
+from _common import machine, parts, uncapped_vault
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
@@ -92,27 +92,26 @@ def main() -> None:
     out: dict[str, Any] = {"notes": len(rows), "machine": machine(), "runs": args.runs}
     with tempfile.TemporaryDirectory() as tmp:
         root = uncapped_vault(Path(tmp))
-        runtime = Runtime(
+        runtime = Memory(
             Settings.resolve(root, durable=False), embedder=FakeEmbedder() if args.fake_embedder else None
         )
         try:
             runtime.reconcile()
             start = time.perf_counter()
-            created = runtime.store.bulk_create(rows, None)
-            runtime.index.wait_for_writes()
+            created = runtime.bulk_create(rows)
+            parts(runtime).index.wait_for_writes()
             out["index_s"] = round(time.perf_counter() - start, 1)
             labels = {
                 item["thought"].id: label
                 for item, label in zip(created.items, row_labels, strict=True)
                 if item["status"] == "created"
             }
-            crystallize = runtime.review.crystallize
             results = []
             for distance in distances:
                 times = []
                 for _ in range(args.runs):
                     start = time.perf_counter()
-                    answer = crystallize.auto_cluster(distance, None, 500, False, None)
+                    answer = runtime.auto_cluster(distance, None, 500, False, None)
                     times.append(time.perf_counter() - start)
                 groups = [[m["id"] for m in g["members"]] for g in answer.items]
                 clustered = sum(len(g) for g in groups)
@@ -138,12 +137,16 @@ def main() -> None:
                 print(json.dumps(results[-1]), flush=True)
             out["results"] = results
             start = time.perf_counter()
-            preview = crystallize.auto_cluster(None, None, None, False, None)
+            preview = runtime.auto_cluster(None, None, None, False, None)
             token = preview.preview["token"] if preview.preview else None
-            done = crystallize.auto_cluster(None, None, None, True, token) if token else preview
-            runtime.service.commits.flush()
+            done = runtime.auto_cluster(None, None, None, True, str(token)) if token else preview
+            runtime.flush()
             out["confirmed_default"] = {
-                "settings": asdict(crystallize.settings),
+                "settings": {
+                    k.removeprefix("auto_cluster_"): v
+                    for k, v in asdict(runtime.settings).items()
+                    if k.startswith("auto_cluster_")
+                },
                 "preview_plus_confirm_s": round(time.perf_counter() - start, 2),
                 "clusters_written": len(done.items),
                 "members_linked": sum(len(row["members"]) for row in done.items),

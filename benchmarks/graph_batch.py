@@ -3,9 +3,8 @@
 Each is one action through the real write path (atomic durable writes, the catalog, one git commit,
 the index told before the call returns). Reported per run: the call's wall time (what the agent
 waits for), the time until the index has applied the batch (what the next search may wait for), and
-the commits the action made (must be 1). For link_batch also the time until the index's LanceDB
-edges table has every edge (copied in the background, one source per LanceDB commit; the graph tools
-read the in-memory edge graph, which is current when the call returns).
+the commits the action made (must be 1). The graph tools read the in-memory edge graph, which is
+current when the call returns.
 
     .venv/bin/python benchmarks/graph_batch.py [--n 1000] [--runs 3] [--fake-embedder] [--no-fsync]
 """
@@ -22,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import uncapped_vault
+from _common import parts, uncapped_vault
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 
 def commits(root: Path) -> int:
@@ -38,36 +37,33 @@ def one_run(n: int, fake: bool, durable: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = uncapped_vault(Path(tmp))
         settings = Settings.resolve(root, durable=durable)
-        runtime = Runtime(settings, embedder=FakeEmbedder() if fake else None)
+        runtime = Memory(settings, embedder=FakeEmbedder() if fake else None)
         try:
             runtime.reconcile()
-            runtime.service.commits.flush()
+            runtime.flush()
             before = commits(root)
             rows = [{"content": f"Benchmark thought {i}: caching policy note number {i}."} for i in range(n)]
             start = time.perf_counter()
-            created = runtime.store.bulk_create(rows, None)
+            created = runtime.bulk_create(rows)
             bulk_call = time.perf_counter() - start
-            runtime.index.wait_for_writes()
+            parts(runtime).index.wait_for_writes()
             bulk_indexed = time.perf_counter() - start
-            runtime.service.commits.flush()
+            runtime.flush()
             bulk_commits = commits(root) - before
-            ids = [item["thought"].id for item in created.items]
+            ids = [item["thought"].id for item in created.items]  # type: ignore[index, union-attr]
             assert created.counts["created"] == n, created.counts
 
             links = [{"source": ids[i], "target": ids[(i + 1) % n], "type": "supports"} for i in range(n)]
             before = commits(root)
             start = time.perf_counter()
-            linked = runtime.store.link_batch(links)
+            linked = runtime.link_batch(links)
             link_call = time.perf_counter() - start
-            runtime.index.wait_for_writes()
+            parts(runtime).index.wait_for_writes()
             link_indexed = time.perf_counter() - start
-            runtime.edges.drain()
-            runtime.index.wait_for_writes()
-            link_edges_table = time.perf_counter() - start
-            runtime.service.commits.flush()
+            runtime.flush()
             link_commits = commits(root) - before
             assert linked.counts["linked"] == n, linked.counts
-            assert len(runtime.edges.outgoing(ids[0])) == 1
+            assert len(parts(runtime).graph.outgoing(ids[0])) == 1
         finally:
             runtime.close()
     return {
@@ -76,7 +72,6 @@ def one_run(n: int, fake: bool, durable: bool) -> dict[str, Any]:
         "bulk_create_commits": bulk_commits,
         "link_batch_call_s": round(link_call, 3),
         "link_batch_indexed_s": round(link_indexed, 3),
-        "link_batch_edges_table_s": round(link_edges_table, 3),
         "link_batch_commits": link_commits,
     }
 

@@ -35,8 +35,8 @@ from _bench_data import OUT, CachedEmbedder, Dataset, evaluate_notes, load_locom
 
 from vaultmem.index.embedder import OnnxEmbedder  # noqa: E402
 from vaultmem.index.fusion import FusedScore, FusionConfig, fuse, propagate_context  # noqa: E402
+from vaultmem.index.note_index import NoteIndex  # noqa: E402
 from vaultmem.index.records import NoteRecord, SearchFilters  # noqa: E402
-from vaultmem.index.store import NoteIndex  # noqa: E402
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WRITERS = 4
@@ -81,7 +81,7 @@ def build(dataset: Dataset, order: str, cache: CachedEmbedder, workdir: Path, **
     )
     if transform is not None:
         records = transform(records, writer)
-    index = NoteIndex.open(workdir / f"{dataset.name}-{order.replace(' ', '-')}", cache, **kw)
+    index = NoteIndex(workdir / f"{dataset.name}-{order.replace(' ', '-')}", cache, **kw)
     for start in range(0, len(records), 512):
         index.upsert(records[start : start + 512])
     index.wait_for_writes()
@@ -101,7 +101,7 @@ def build_with_header(
 ) -> Built:
     """Build with the neighbours' text (same writer, adjacent in write order) added at index time to
     the embedded text (``emb``) and/or the BM25 text (``bm25``): ``prev``, ``next`` or ``both``."""
-    import vaultmem.index.store as store_module
+    import vaultmem.index.note_index as store_module
     from vaultmem.index import records as rec_module
 
     records, writer = stamp(dataset, order)
@@ -138,7 +138,7 @@ def build_with_header(
     store_module.search_text = lambda r: with_header(orig_bm25(r), r, bm25)  # type: ignore[assignment]
     try:
         tag = f"{order.replace(' ', '-')}-e{emb}-b{bm25}-{len(source)}"
-        index = NoteIndex.open(workdir / f"{dataset.name}-{tag}", cache)
+        index = NoteIndex(workdir / f"{dataset.name}-{tag}", cache)
         for start in range(0, len(records), 512):
             index.upsert(records[start : start + 512])
         index.wait_for_writes()

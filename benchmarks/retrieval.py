@@ -74,7 +74,7 @@ from _bench_data import (  # noqa: E402  (re-exported for calibrate.py and scale
     load_scifact,
     score_groups,
 )
-from _common import machine, pct, uncapped_vault  # noqa: E402
+from _common import machine, parts, pct, uncapped_vault  # noqa: E402
 
 from vaultmem.index.embedder import Embedder, OnnxEmbedder  # noqa: E402
 from vaultmem.index.records import NoteRecord, SearchFilters, embedding_text  # noqa: E402
@@ -284,9 +284,9 @@ SearchFn = Callable[[str, str, int], list[str]]
 def legs_on_built_index(run: DaemonRun, dataset: Dataset, embedder: Embedder) -> dict[str, Any]:
     """Open the index the daemon built (after it stopped) and rank with each leg and the ungated
     hybrid; also how many MCP rankings the in-process hybrid reproduces exactly."""
-    from vaultmem.index.store import NoteIndex
+    from vaultmem.index.note_index import NoteIndex
 
-    index = NoteIndex.open(run.vault / ".vaultmem" / "index", embedder)
+    index = NoteIndex(run.vault / ".vaultmem" / "index", embedder)
     try:
         unindexed = index.unindexed_rows()
         fns: dict[str, SearchFn] = {
@@ -420,22 +420,22 @@ def target_table(results: dict[str, dict[str, Any]], extra: dict[str, Any]) -> N
 
 
 def synthetic_search_p50(size: int = 10_000, queries: int = 300) -> str:
-    """In-process ``Runtime.search`` p50 over the scale benchmark's synthetic vault (scope all)."""
+    """In-process ``Memory.search`` p50 over the scale benchmark's synthetic vault (scope all)."""
     import synthetic
 
     from vaultmem.config import Settings
-    from vaultmem.runtime import Runtime
-    from vaultmem.search import SearchRequest
+    from vaultmem.memory import Memory
+    from vaultmem.operations.search import SearchRequest
 
     with tempfile.TemporaryDirectory(prefix="vaultmem-retrieval-synth-") as tmp:
         vault = Path(tmp) / "vault"
         synthetic.write_vault(vault, size)
         cached = CachedEmbedder(OnnxEmbedder())
-        runtime = Runtime(Settings.resolve(vault), embedder=cached)
+        runtime = Memory(Settings.resolve(vault), embedder=cached)
         runtime.reconcile()
-        runtime.index.wait_for_writes()
+        parts(runtime).index.wait_for_writes()
         cached.save()
-        runtime.index.maintenance()
+        parts(runtime).index.maintenance()
         texts = synthetic.queries(queries + 20)
         for q in texts[:20]:
             runtime.search(SearchRequest(q, limit=10))
@@ -468,26 +468,24 @@ class _StepClock:
 
 
 def stamped(dataset: Dataset, embedder: Embedder) -> dict[str, Any]:
-    """The old protocol (a labelled extra): in process, one ``Runtime``, each row appended under a
+    """The old protocol (a labelled extra): in process, one ``Memory``, each row appended under a
     service clock set to the row's own date (LoCoMo: session date + turn seconds; SciFact: one
     second apart), so the time-adjacency step sees each session as written on its day."""
     from vaultmem.config import Settings
-    from vaultmem.runtime import Runtime
-    from vaultmem.search import SearchRequest
+    from vaultmem.memory import Memory
+    from vaultmem.operations.search import SearchRequest
 
     clock = _StepClock()
     with tempfile.TemporaryDirectory() as tmp:
         root = uncapped_vault(Path(tmp))
-        runtime = Runtime(Settings.resolve(root, durable=False), embedder=embedder, clock=clock)
+        runtime = Memory(Settings.resolve(root, durable=False), embedder=embedder, clock=clock)
         stands_for: dict[str, set[str]] = {}
         for note in dataset.notes:
             clock.now = datetime.fromisoformat(note.created)
-            result = runtime.service.append(
-                note.text, kind="reference", title=note.title, project=note.project
-            )
+            result = runtime.append(note.text, kind="reference", title=note.title, project=note.project)
             stands_for.setdefault(result["id"], set()).add(note.id)
-        runtime.index.wait_for_writes()
-        runtime.index.maintenance()
+        parts(runtime).index.wait_for_writes()
+        parts(runtime).index.maintenance()
         runs = {
             q.id: [
                 r["id"]

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000,100000
 
 For each size, in its own process (so peak RSS is per size): write the vault (``synthetic.py``,
-one git commit), build the index with ``Runtime.reconcile`` (embeddings cached under
+one git commit), build the index with ``Memory.reconcile`` (embeddings cached under
 ``benchmarks/out/embcache`` so only the first run of a size embeds for real), then measure
 
-- hybrid search p50/p95, warm, distinct queries (``Runtime.search``, scope ``all`` and one project);
+- hybrid search p50/p95, warm, distinct queries (``Memory.search``, scope ``all`` and one project);
 - append latency through the service with the index listening (read your writes);
 - a restart with nothing changed (open the runtime + reconcile);
 - cold start to first answer in a fresh Python process (imports, model, index, reconcile, search);
@@ -39,7 +39,7 @@ for p in (str(ROOT), str(HERE)):
         sys.path.insert(0, p)
 
 import synthetic  # noqa: E402
-from _common import machine, pct  # noqa: E402
+from _common import machine, parts, pct  # noqa: E402
 
 OUT = HERE / "out"
 
@@ -68,10 +68,10 @@ import json, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
 from vaultmem.config import Settings
-from vaultmem.runtime import Runtime
-from vaultmem.search import SearchRequest
+from vaultmem.memory import Memory
+from vaultmem.operations.search import SearchRequest
 t1 = time.perf_counter()
-rt = Runtime(Settings.resolve({vault!r}))
+rt = Memory(Settings.resolve({vault!r}))
 t2 = time.perf_counter()
 report = rt.reconcile()
 t3 = time.perf_counter()
@@ -137,7 +137,7 @@ def freshness(
     runtime: Any, written: list[synthetic.SyntheticNote], trials: int, missed: list[str]
 ) -> list[float]:
     """Hand edit (a new word appended to a note's file) until ``memory_search`` finds it."""
-    from vaultmem.search import SearchRequest
+    from vaultmem.operations.search import SearchRequest
 
     samples: list[float] = []
     step = max(1, len(written) // trials)
@@ -166,8 +166,8 @@ def one_size(size: int, n_queries: int, trials: int) -> dict[str, Any]:
     from retrieval import CachedEmbedder
 
     from vaultmem.index.embedder import OnnxEmbedder
-    from vaultmem.runtime import Runtime
-    from vaultmem.search import SearchRequest
+    from vaultmem.memory import Memory
+    from vaultmem.operations.search import SearchRequest
 
     result: dict[str, Any] = {"notes": size, "load_before": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix=f"vaultmem-scale-{size}-") as tmp:
@@ -178,19 +178,19 @@ def one_size(size: int, n_queries: int, trials: int) -> dict[str, Any]:
 
         # Build the index (embeddings from the benchmark cache after the first run of a size).
         cached = CachedEmbedder(OnnxEmbedder())
-        runtime = Runtime(_settings(vault), embedder=cached)
+        runtime = Memory(_settings(vault), embedder=cached)
         started = time.perf_counter()
         runtime.reconcile()
-        runtime.index.wait_for_writes()
+        parts(runtime).index.wait_for_writes()
         result["build_s"] = round(time.perf_counter() - started, 1)
         cached.save()
-        runtime.index.maintenance()
+        parts(runtime).index.maintenance()
         runtime.close()
         del cached
 
         # A restart with nothing changed (the model package is already imported here).
         started = time.perf_counter()
-        runtime = Runtime(_settings(vault))
+        runtime = Memory(_settings(vault))
         opened = time.perf_counter()
         report = runtime.reconcile()
         result["restart_s"] = {
@@ -223,7 +223,7 @@ def one_size(size: int, n_queries: int, trials: int) -> dict[str, Any]:
         for i in range(100):
             body = f"Benchmark append {i}: {synthetic.note(10_000_000 + i).body}"
             t0 = time.perf_counter()
-            written_id = runtime.service.append(body, "reference", title=f"bench append {i}")["id"]
+            written_id = runtime.append(body, "reference", title=f"bench append {i}")["id"]
             samples.append((time.perf_counter() - t0) * 1000)
             hits = runtime.search(SearchRequest(f"Benchmark append {i}", limit=20))["results"]
             visible += any(h["id"] == written_id for h in hits)
@@ -250,7 +250,7 @@ def one_size(size: int, n_queries: int, trials: int) -> dict[str, Any]:
 def reindex_throughput(size: int) -> dict[str, Any]:
     """A fresh index over a ``size``-note vault with the real model vs the raw embedder."""
     from vaultmem.index.embedder import OnnxEmbedder
-    from vaultmem.runtime import Runtime
+    from vaultmem.memory import Memory
 
     with tempfile.TemporaryDirectory(prefix="vaultmem-reindex-") as tmp:
         vault = Path(tmp) / "vault"
@@ -261,11 +261,11 @@ def reindex_throughput(size: int) -> dict[str, Any]:
         started = time.perf_counter()
         raw.embed(texts)
         raw_rate = size / (time.perf_counter() - started)
-        runtime = Runtime(_settings(vault))
-        runtime.index.embedder.embed(["warm up"])
+        runtime = Memory(_settings(vault))
+        parts(runtime).index.embedder.embed(["warm up"])
         started = time.perf_counter()
         runtime.reconcile()
-        runtime.index.wait_for_writes()
+        parts(runtime).index.wait_for_writes()
         index_rate = size / (time.perf_counter() - started)
         runtime.close()
         started = time.perf_counter()

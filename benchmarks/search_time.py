@@ -34,8 +34,8 @@ from _common import pct  # noqa: E402
 
 from vaultmem.index.embedder import OnnxEmbedder  # noqa: E402
 from vaultmem.index.fusion import fuse, propagate_context  # noqa: E402
+from vaultmem.index.note_index import NoteIndex  # noqa: E402
 from vaultmem.index.records import SearchFilters  # noqa: E402
-from vaultmem.index.store import NoteIndex  # noqa: E402
 
 
 def timed(samples: dict[str, list[float]], key: str, fn: Callable[[], Any]) -> Any:
@@ -109,7 +109,7 @@ def bm25_states(index_dir: Path, texts: list[str], project: str) -> None:
     def probe(label: str, part: list[str]) -> None:
         ds = lance.dataset(str(table_path))
         fts = next(i for i in ds.describe_indices() if i.name == "search_text_idx")
-        index = NoteIndex.open(index_dir, OnnxEmbedder())
+        index = NoteIndex(index_dir, OnnxEmbedder())
         table = index.async_notes_table
         samples: list[float] = []
         for q in part:
@@ -151,7 +151,7 @@ def main() -> None:
         texts[-args.queries :],
     )
 
-    index = NoteIndex.open(vault / ".vaultmem" / "index", OnnxEmbedder())
+    index = NoteIndex(vault / ".vaultmem" / "index", OnnxEmbedder())
     index.embedder.embed(["warm up"])
     unindexed = index.unindexed_rows()
     print(f"load average {os.getloadavg()[0]:.2f}; notes {index.count()}; FTS rows unindexed {unindexed}\n")

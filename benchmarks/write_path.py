@@ -17,20 +17,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, summary_ms
+from _common import machine, parts, summary_ms
 
 from vaultmem.config import Settings
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 from vaultmem.vault.init import init_vault
 
 
-def fresh_service(root: Path) -> VaultService:
+def fresh_service(root: Path) -> Memory:
     init_vault(root)
     contract = (root / "filing.yaml").read_text(encoding="utf-8")
     (root / "filing.yaml").write_text(
         contract.replace("daily_write_cap: 200", "daily_write_cap: 10000000"), encoding="utf-8"
     )
-    return VaultService(Settings.resolve(root))
+    return Memory(Settings.resolve(root), index=False)
 
 
 def text(i: int, tag: str) -> str:
@@ -49,13 +49,13 @@ def main() -> None:
             t0 = time.perf_counter()
             service.append(text(i, "a"), "fix", title=f"bench a {i}")
             no_wait.append((time.perf_counter() - t0) * 1000)
-        service.commits.flush()
+        service.flush()
         wait: list[float] = []
         for i in range(max(50, args.n // 5)):
             t0 = time.perf_counter()
             service.append(text(i, "b"), "fix", title=f"bench b {i}", wait_commit=True)
             wait.append((time.perf_counter() - t0) * 1000)
-        commits_before = service.commits.commits
+        commits_before = parts(service).writer.commits.commits
         per_thread = args.n // args.threads
 
         def worker(k: int) -> None:
@@ -69,9 +69,9 @@ def main() -> None:
         for t in threads:
             t.join()
         acked = time.perf_counter() - t0
-        service.commits.flush()
+        service.flush()
         committed = time.perf_counter() - t0
-        grouped = service.commits.commits - commits_before
+        grouped = parts(service).writer.commits.commits - commits_before
         service.close()
         total = per_thread * args.threads
         status = subprocess.run(

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from vaultmem.config import Settings
+from vaultmem.memory import Memory
 from vaultmem.server.token import token_file_name
-from vaultmem.service import VaultService
 from vaultmem.vault.init import init_vault
 
 START = dt.datetime(2026, 3, 14, 9, 30, 0, tzinfo=dt.UTC)
@@ -130,13 +130,13 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-OpenService = Callable[..., VaultService]
+OpenService = Callable[..., Memory]
 
 
 @pytest.fixture
 def open_service(vault: Path, clock: FakeClock) -> Iterator[OpenService]:
-    """Open (another) VaultService on the vault; every one opened is closed at teardown."""
-    opened: list[VaultService] = []
+    """Open (another) Memory on the vault; every one opened is closed at teardown."""
+    opened: list[Memory] = []
 
     def _open(
         root: Path | None = None,
@@ -145,9 +145,11 @@ def open_service(vault: Path, clock: FakeClock) -> Iterator[OpenService]:
         durable: bool = False,
         the_clock: Callable[[], dt.datetime] | None = None,
         **overrides: Any,
-    ) -> VaultService:
+    ) -> Memory:
         settings = Settings.resolve(root or vault, durable=durable, **overrides)
-        service = VaultService(settings, clock=the_clock or clock, background_commits=background_commits)
+        service = Memory(
+            settings, clock=the_clock or clock, index=False, background_commits=background_commits
+        )
         opened.append(service)
         return service
 
@@ -157,7 +159,7 @@ def open_service(vault: Path, clock: FakeClock) -> Iterator[OpenService]:
 
 
 @pytest.fixture
-def service(open_service: OpenService) -> VaultService:
+def service(open_service: OpenService) -> Memory:
     """A service committing inline (deterministic), not fsyncing (fast)."""
     return open_service()
 
@@ -206,9 +208,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return out
 
 
-def file_of(service: VaultService, note_id: str) -> Path:
+def file_of(service: Memory, note_id: str) -> Path:
     """The file backing a note id."""
-    return service.layout.root / service.get(note_id).path
+    return service.settings.vault / service.note(note_id).path
 
 
 def write_vault_contract(root: Path, edit: Callable[[str], str], *, commit: bool = True) -> Path:

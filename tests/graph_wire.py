@@ -73,9 +73,9 @@ def normalised(value: Any) -> Any:
 
 def flushed_commits(daemon: Daemon) -> int:
     """How many commits the daemon's vault has once its commit queue has drained."""
-    runtime = daemon.runtime
+    runtime = daemon.memory
     assert runtime is not None
-    runtime.service.commits.flush()
+    runtime.flush()
     return commit_count(runtime.settings.vault)
 
 

@@ -2,7 +2,7 @@
 
 ``Cluster`` makes the remote and clones vaults from it: the laptop keeps its git directory in the
 vault, the desktop keeps it outside (``--separate-git-dir``, as for a Dropbox vault). Each machine
-writes through a real ``VaultService`` (real write path, real commits) and by hand (plain files),
+writes through a real ``Memory`` (real write path, real commits) and by hand (plain files),
 and syncs with ``VaultSync``.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.conftest import START, FakeClock, git, snapshot
 from vaultmem.config import Settings
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.remote import SyncReport, VaultSync, clone_vault
@@ -28,17 +28,17 @@ class Machine:
     name: str
     root: Path
     clock: FakeClock
-    services: list[VaultService] = field(default_factory=list)
+    services: list[Memory] = field(default_factory=list)
 
     @property
     def repo(self) -> GitRepo:
         return GitRepo(self.root)
 
-    def service(self) -> VaultService:
+    def service(self) -> Memory:
         """A service on this vault (opened afresh, so its catalog reads what the last sync brought)."""
         for old in self.services:
             old.close()
-        self.services = [VaultService(Settings.resolve(self.root, durable=False), clock=self.clock)]
+        self.services = [Memory(Settings.resolve(self.root, durable=False), clock=self.clock, index=False)]
         return self.services[0]
 
     def append(self, content: str, kind: str = "reference", **kwargs: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenService
+from layers import parts
 
 from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.layout import VaultLayout, is_ignored_rel
@@ -27,7 +28,7 @@ def _write_notes(open_service: OpenService, count: int) -> VaultLayout:
         service.append(
             f"cache note {i}: the [[other]] heron", "reference", title=f"cache note {i}", tags=[f"t{i}"]
         )
-    return service.layout
+    return parts(service).layout
 
 
 def test_a_second_scan_reads_unchanged_notes_from_the_cache(open_service: OpenService) -> None:

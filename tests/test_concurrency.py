@@ -105,8 +105,8 @@ def test_concurrent_same_title_gets_distinct_files(open_service: OpenService, va
 WRITER = """
 import sys
 from vaultmem.config import Settings
-from vaultmem.service import VaultService
-service = VaultService(Settings.resolve(sys.argv[1], durable=False), background_commits=True)
+from vaultmem.memory import Memory
+service = Memory(Settings.resolve(sys.argv[1], durable=False), index=False, background_commits=True)
 for i in range(int(sys.argv[3])):
     service.append(f"process {sys.argv[2]} write {i}", "fix", idempotency_key=f"shared-{i}")
 service.close()

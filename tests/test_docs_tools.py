@@ -29,7 +29,7 @@ def documented_tools(text: str) -> dict[str, set[str]]:
 
 def served_tools() -> dict[str, set[str]]:
     runtime = MagicMock()  # listing tools touches nothing but the contract's kinds
-    runtime.service.contract.return_value.kinds = {"fix": "memory/episodic"}
+    runtime.contract.return_value.kinds = {"fix": "memory/episodic"}
     server = build_mcp_server(runtime)
     tools = anyio.run(server.list_tools)
     return {t.name: set(t.input_schema["properties"]) for t in tools}

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenService, commit_count, git, git_status, hand_write, head
+from layers import parts
 
 from vaultmem.config import Settings
 from vaultmem.errors import GitError, VaultError
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.init import init_vault
 
@@ -39,7 +40,7 @@ def test_init_keeps_an_existing_folder_of_notes(tmp_path: Path) -> None:
     assert created_again is False
 
 
-def test_the_commit_message_names_tool_id_slug_kind_and_project(service: VaultService, vault: Path) -> None:
+def test_the_commit_message_names_tool_id_slug_kind_and_project(service: Memory, vault: Path) -> None:
     """design.md: "Agent writes commit with a message naming the tool, the note and its id"."""
     result = service.append("Acme deploys with Helm.", "workflow", project="Acme", title="Deploy")
     message = git(vault, "log", "-1", "--format=%B")
@@ -56,7 +57,7 @@ def test_the_commit_message_names_tool_id_slug_kind_and_project(service: VaultSe
     assert git(vault, "log", "-1", "--format=%an <%ae>").strip() == "vaultmem <vaultmem@localhost>"
 
 
-def test_history_follows_one_memory_newest_first(service: VaultService) -> None:
+def test_history_follows_one_memory_newest_first(service: Memory) -> None:
     result = service.capture("v1", title="Card", source_id="ns:1")
     service.capture("v2", title="Card", source_id="ns:1")
     service.forget(result["id"])
@@ -92,7 +93,9 @@ def test_init_with_a_separate_git_dir_keeps_the_repository_outside(tmp_path: Pat
     init_vault(root, git_dir)
     assert (root / ".git").is_file()  # only git's one-line pointer lives in the synced folder
     assert (git_dir / "HEAD").is_file() and (git_dir / "objects").is_dir()
-    service = VaultService(Settings.resolve(root, durable=False), clock=clock, background_commits=False)
+    service = Memory(
+        Settings.resolve(root, durable=False), clock=clock, index=False, background_commits=False
+    )
     result = service.append("separate git dir", "reference")
     service.close()
     assert result["slug"] in git(root, f"--git-dir={git_dir}", "log", "-1", "--format=%s")
@@ -107,9 +110,9 @@ def test_a_git_dir_inside_the_vault_is_refused(tmp_path: Path) -> None:
 def test_a_folder_that_is_not_a_repository_is_not_opened(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(VaultError, match="vaultmem init"):
-        VaultService(Settings.resolve(tmp_path / "plain", durable=False))
+        Memory(Settings.resolve(tmp_path / "plain", durable=False), index=False)
     with pytest.raises(VaultError, match="vaultmem init"):
-        VaultService(Settings.resolve(tmp_path / "missing", durable=False))
+        Memory(Settings.resolve(tmp_path / "missing", durable=False), index=False)
 
 
 class HeldLock:
@@ -165,14 +168,14 @@ def test_without_waiting_a_locked_commit_is_retried_by_the_background_writer(
     open_service: OpenService, vault: Path, hold_index_lock: Callable[[Path], HeldLock]
 ) -> None:
     service = open_service(background_commits=True, git_lock_timeout=0.2)
-    service.commits.retry_delay = 0.05
+    parts(service).writer.commits.retry_delay = 0.05
     lock = hold_index_lock(vault)
     result = service.append("acknowledged before the commit", "fix")
     assert result["deduplicated"] is False
     with pytest.raises(GitError):
-        service.commits.flush()
+        service.flush()
     lock.release()
-    service.commits.flush()  # the retry (or this flush) commits it
+    service.flush()  # the retry (or this flush) commits it
     service.append("a later write", "fix", wait_commit=True)
     assert git_status(vault) == ""
     assert result["slug"] in git(vault, "log", "--format=%B")
@@ -193,7 +196,7 @@ def test_a_lock_at_close_is_committed_on_the_next_start(
 
 
 def test_a_write_a_crash_left_uncommitted_is_committed_at_the_next_start(
-    service: VaultService, open_service: OpenService, vault: Path
+    service: Memory, open_service: OpenService, vault: Path
 ) -> None:
     """issue: "After a kill -9 at any point, a restart commits whatever was written but not
     committed: no acknowledged write is ever missing from history."."""
@@ -212,16 +215,16 @@ def test_a_write_a_crash_left_uncommitted_is_committed_at_the_next_start(
     assert message.startswith("vaultmem: record changes found at start")
     assert "memory/semantic/orphan.md" in git(vault, "log", "-1", "--name-only", "--format=")
     assert orphan.is_file()
-    assert reopened.get("0190a5f0-0000-7000-8000-0000000000e1").title == "Orphan"
-    assert reopened.get(result["id"]).body == "committed normally\n"
+    assert reopened.note("0190a5f0-0000-7000-8000-0000000000e1").title == "Orphan"
+    assert reopened.note(result["id"]).body == "committed normally\n"
 
 
 def test_a_killed_background_writer_loses_nothing(open_service: OpenService, vault: Path) -> None:
     service = open_service(background_commits=True)
-    service.commits.close()  # the commit thread dies, as in a kill -9 between write and commit
-    service.commits._thread = object()  # type: ignore[assignment]  # submissions now go nowhere
+    parts(service).writer.commits.close()  # the commit thread dies, as in a kill -9 between write and commit
+    parts(service).writer.commits._thread = object()  # type: ignore[assignment]  # submissions now go nowhere
     results = [service.append(f"never committed {i}", "fix") for i in range(3)]
-    service.commits._thread = None
+    parts(service).writer.commits._thread = None
     assert git_status(vault) != ""
     reopened = open_service()
     assert git_status(vault) == ""
@@ -237,7 +240,7 @@ def test_temp_files_a_crash_left_are_swept_at_start(vault: Path, open_service: O
     assert keep.exists()
 
 
-def test_vaultmem_never_writes_into_obsidian_or_commits_its_state(service: VaultService, vault: Path) -> None:
+def test_vaultmem_never_writes_into_obsidian_or_commits_its_state(service: Memory, vault: Path) -> None:
     service.append("a note", "reference")
     service.close()
     assert not (vault / ".obsidian").exists()
@@ -245,7 +248,7 @@ def test_vaultmem_never_writes_into_obsidian_or_commits_its_state(service: Vault
     assert not any(p.startswith(".vaultmem/") for p in git(vault, "ls-files").split())
 
 
-def test_a_persons_staged_changes_stay_staged(service: VaultService, vault: Path) -> None:
+def test_a_persons_staged_changes_stay_staged(service: Memory, vault: Path) -> None:
     """Only the named paths are committed, so whatever a person has staged stays staged."""
     hand_write(vault, "memory/semantic/draft.md", "a person's draft\n")
     git(vault, "add", "memory/semantic/draft.md")
@@ -255,7 +258,7 @@ def test_a_persons_staged_changes_stay_staged(service: VaultService, vault: Path
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
-def test_a_rewritten_note_keeps_its_file_mode(service: VaultService, vault: Path) -> None:
+def test_a_rewritten_note_keeps_its_file_mode(service: Memory, vault: Path) -> None:
     result = service.append("mode test", "fix", title="Mode")
     path = vault / "memory/episodic/mode.md"
     path.chmod(0o600)

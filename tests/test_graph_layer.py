@@ -10,33 +10,41 @@ from pathlib import Path
 
 import pytest
 from conftest import commit_count, git, hand_write
+from layers import parts
 from mcp_harness import wait_for
 
 from vaultmem.config import Settings
 from vaultmem.errors import Conflict, InvalidInput
-from vaultmem.graph.edges import Edge, LinkTarget, add_link, decide_link, remove_link
-from vaultmem.graph.links import edge_id
-from vaultmem.graph.service import NewThought
-from vaultmem.graph.thoughts import Shaping, Thought, graph_status, shape, status_filter, writable_status
-from vaultmem.graph.tokens import PreviewTokens
 from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.mcp.envelope import Shaping, shape
+from vaultmem.memory import Memory
 from vaultmem.notes.frontmatter import parse
-from vaultmem.runtime import Runtime
+from vaultmem.notes.links import Edge, LinkTarget, add_link, edge_id, remove_link
+from vaultmem.operations.edges import decide_link
+from vaultmem.operations.results import Thought, graph_status, status_filter, writable_status
+from vaultmem.operations.thoughts import NewThought
+from vaultmem.operations.tokens import PreviewTokens
 
 A, B = "01a20000-0000-7000-8000-00000000000a", "01a20000-0000-7000-8000-00000000000b"
 
 
 @pytest.fixture
-def runtime(vault: Path) -> Iterator[Runtime]:
-    rt = Runtime(Settings.resolve(vault, durable=False, commit_quiet_period=0.05), embedder=FakeEmbedder(),
+def runtime(vault: Path) -> Iterator[Memory]:
+    rt = Memory(Settings.resolve(vault, durable=False, commit_quiet_period=0.05), embedder=FakeEmbedder(),
                  background_commits=False)  # fmt: skip
     rt.reconcile()
     yield rt
     rt.close()
 
 
-def thought_ids(rt: Runtime, *contents: str) -> list[str]:
-    return [rt.store.create(NewThought(c), None).id for c in contents]
+def thought_ids(rt: Memory, *contents: str) -> list[str]:
+    return [created(rt, NewThought(c)).id for c in contents]
+
+
+def created(rt: Memory, spec: NewThought) -> Thought:
+    thought = rt.create_thought(spec).item
+    assert isinstance(thought, Thought)
+    return thought
 
 
 # -- rules ---------------------------------------------------------------------------------------------
@@ -155,47 +163,46 @@ def test_statuses_map_draft_to_unfiled_and_refuse_archiving() -> None:
 def test_links_written_by_the_store_are_rebuilt_with_the_same_ids(vault: Path) -> None:
     """Issue 5: "Rebuilding the index from the vault reproduces every edge with the same id"."""
     settings = Settings.resolve(vault, durable=False)
-    rt = Runtime(settings, embedder=FakeEmbedder(), background_commits=False)
+    rt = Memory(settings, embedder=FakeEmbedder(), background_commits=False)
     rt.reconcile()
     a, b, c = thought_ids(rt, "alpha", "beta", "gamma")
-    rt.store.link(a, b, "supports")
-    rt.store.link(c, a, "related")
-    rt.store.link_batch([{"source": b, "target": c, "type": "depends_on"}])
-    before = sorted((e.edge_id, e.created_at) for n in (a, b, c) for e in rt.index.edges_for(n))
+    rt.link(a, b, "supports")
+    rt.link(c, a, "related")
+    rt.link_batch([{"source": b, "target": c, "type": "depends_on"}])
+    before = sorted((e.id, e.created_at) for n in (a, b, c) for e in parts(rt).graph.edges_of(n))
     rt.close()
     shutil.rmtree(vault / ".vaultmem")
-    rebuilt = Runtime(settings, embedder=FakeEmbedder(), background_commits=False)
+    rebuilt = Memory(settings, embedder=FakeEmbedder(), background_commits=False)
     rebuilt.reconcile()
-    after = sorted((e.edge_id, e.created_at) for n in (a, b, c) for e in rebuilt.index.edges_for(n))
+    after = sorted((e.id, e.created_at) for n in (a, b, c) for e in parts(rebuilt).graph.edges_of(n))
     assert after == before and len({i for i, _ in after}) == 3
-    assert rebuilt.edges.find(edge_id(a, "supports", b)) is not None
+    assert parts(rebuilt).graph.find(edge_id(a, "supports", b)) is not None
     rebuilt.close()
 
 
-def test_a_large_batch_reaches_the_index_edges_table_in_the_background(runtime: Runtime) -> None:
+def test_a_large_batch_of_links_is_in_the_edge_graph_when_the_call_returns(runtime: Memory) -> None:
     ids = thought_ids(runtime, *(f"thought {i}" for i in range(40)))
     links = [{"source": ids[i], "target": ids[i + 1], "type": "supports"} for i in range(39)]
-    answer = runtime.store.link_batch(links)
+    answer = runtime.link_batch(links)
     assert answer.counts["linked"] == 39
-    assert all(runtime.edges.outgoing(i) for i in ids[:39])  # the graph tools see them at once
-    assert runtime.edges.drain(timeout=60)
-    assert [e.target_id for e in runtime.index.edges_for(ids[0]) if e.source_id == ids[0]] == [ids[1]]
+    assert all(parts(runtime).graph.outgoing(i) for i in ids[:39])  # the graph tools see them at once
+    assert [e.target_id for e in parts(runtime).graph.outgoing(ids[0])] == [ids[1]]
 
 
-def test_a_batch_is_one_commit_naming_every_note(runtime: Runtime, vault: Path) -> None:
+def test_a_batch_is_one_commit_naming_every_note(runtime: Memory, vault: Path) -> None:
     ids = thought_ids(runtime, "one", "two", "three")
     before = commit_count(vault)
-    runtime.store.link_batch([{"source": ids[0], "target": ids[1]}, {"source": ids[2], "target": ids[1]}])
+    runtime.link_batch([{"source": ids[0], "target": ids[1]}, {"source": ids[2], "target": ids[1]}])
     assert commit_count(vault) == before + 1
     message = git(vault, "log", "-1", "--format=%B")
     assert message.startswith("memory_store: link_batch 2 links") and ids[0] in message and ids[2] in message
 
 
-def test_a_typed_link_added_by_hand_becomes_an_edge(runtime: Runtime, vault: Path) -> None:
+def test_a_typed_link_added_by_hand_becomes_an_edge(runtime: Memory, vault: Path) -> None:
     """Issue 5: "a person adding a typed link by hand creates the edge once the watcher sees it"."""
     a, b = thought_ids(runtime, "hand source", "hand target")
-    source = runtime.recall.lookup.entry(a)
-    target = runtime.recall.lookup.entry(b)
+    source = parts(runtime).lookup.entry(a)
+    target = parts(runtime).lookup.entry(b)
     assert source is not None and target is not None
     runtime.start_watching()
     text = (vault / source.path).read_text(encoding="utf-8")
@@ -204,36 +211,34 @@ def test_a_typed_link_added_by_hand_becomes_an_edge(runtime: Runtime, vault: Pat
         source.path,
         text.replace("---\nhand source", f'supports: ["[[{target.slug}]]"]\n---\nhand source'),
     )
-    found = wait_for(lambda: runtime.edges.find(edge_id(a, "supports", b)), timeout=20)
+    found = wait_for(lambda: parts(runtime).graph.find(edge_id(a, "supports", b)), timeout=20)
     assert found.source_id == a and found.target_id == b
-    upstream = runtime.recall.get(a, include_edges=True).item.extra["upstream"]
+    upstream = runtime.recall_get(a, include_edges=True).item.extra["upstream"]  # type: ignore[union-attr]
     assert [row["edge"]["type"] for row in upstream] == ["supports"]
 
 
-def test_retype_after_a_rebuild_still_finds_the_edge(runtime: Runtime) -> None:
+def test_retype_after_a_rebuild_still_finds_the_edge(runtime: Memory) -> None:
     a, b = thought_ids(runtime, "retype a", "retype b")
-    old = runtime.store.link(a, b, "supports")
-    preview = runtime.store.retype(old.id, "references", False, None)
-    done = runtime.store.retype(old.id, "references", True, preview.item["preview_token"])
-    assert done.item["new_edge_id"] == edge_id(a, "references", b)
-    assert runtime.edges.find(old.id) is None
+    old = runtime.link(a, b, "supports").item["id"]  # type: ignore[index]
+    preview = runtime.retype(old, "references", False, None)
+    done = runtime.retype(old, "references", True, preview.item["preview_token"])  # type: ignore[index]
+    assert done.item["new_edge_id"] == edge_id(a, "references", b)  # type: ignore[index]
+    assert parts(runtime).graph.find(old) is None
 
 
 # -- Obsidian ---------------------------------------------------------------------------
 
 
 def test_an_obsidian_reader_sees_the_notes_their_frontmatter_and_the_links(
-    runtime: Runtime, vault: Path
+    runtime: Memory, vault: Path
 ) -> None:
     """Issue 5: "Obsidian compatibility checked by a third-party reader of Obsidian vaults"."""
     otools = pytest.importorskip("obsidiantools.api")
-    a = runtime.store.create(
-        NewThought("Cache responses for five minutes", title="Cache policy", tags=["ops"]), None
-    )
-    b = runtime.store.create(NewThought("The default TTL is 300 seconds", title="TTL defaults"), None)
-    c = runtime.store.create(NewThought("Purge the CDN after a deploy", title="CDN purge"), None)
-    runtime.store.link(a.id, b.id, "supports")
-    runtime.store.link(b.id, c.id, "related")
+    a = created(runtime, NewThought("Cache responses for five minutes", title="Cache policy", tags=["ops"]))
+    b = created(runtime, NewThought("The default TTL is 300 seconds", title="TTL defaults"))
+    c = created(runtime, NewThought("Purge the CDN after a deploy", title="CDN purge"))
+    runtime.link(a.id, b.id, "supports")
+    runtime.link(b.id, c.id, "related")
     reader = otools.Vault(vault).connect().gather()
     assert {"cache-policy", "ttl-defaults"} <= set(reader.md_file_index)
     front = reader.front_matter_index["cache-policy"]

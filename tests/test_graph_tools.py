@@ -663,7 +663,7 @@ def test_link_batch_collects_failures_in_one_commit(wire: Wire, vault: Path, dae
     """link_batch: the example (one row per link in input order; counts linked / failed); "a single
     transaction"."""
     a, b = wire.create("batch source"), wire.create("batch target")
-    daemon.runtime.service.commits.flush()
+    daemon.memory.flush()
     before = commit_count(vault)
     answer = wire.store(
         action="link_batch",
@@ -677,7 +677,7 @@ def test_link_batch_collects_failures_in_one_commit(wire: Wire, vault: Path, dae
         "meta": {"action": "link_batch", "scope": None, "counts": {"linked": 1, "failed": 1, "total": 2, "returned": 2, "filtered_out": 0}, "degraded": False, "warnings": []},
     }  # fmt: skip
     assert normalised(answer) == normalised(example)
-    daemon.runtime.service.commits.flush()
+    daemon.memory.flush()
     assert commit_count(vault) == before + 1
 
 
@@ -844,7 +844,7 @@ def test_bulk_create_reports_a_row_per_thought_in_one_commit(
 ) -> None:
     """bulk_create: "{ index, status: created, thought } or { index, status: failed, error }, with
     meta.counts.created / meta.counts.failed"; one transaction; cwd optional."""
-    daemon.runtime.service.commits.flush()
+    daemon.memory.flush()
     before = commit_count(vault)
     answer = wire.store(
         action="bulk_create",
@@ -860,7 +860,7 @@ def test_bulk_create_reports_a_row_per_thought_in_one_commit(
     assert answer["items"][0]["thought"]["project"] == "Doc Probe"
     counts = answer["meta"]["counts"]
     assert (counts["created"], counts["failed"], counts["total"], counts["returned"]) == (2, 1, 3, 3)
-    daemon.runtime.service.commits.flush()
+    daemon.memory.flush()
     assert commit_count(vault) == before + 1
     _m, error = wire.error("memory_store", action="bulk_create", thoughts=[])
     assert error is not None and error["statusCode"] == 400

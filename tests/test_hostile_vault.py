@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenService, git_status, hand_write
+from layers import parts
 
 from vaultmem.errors import NotFound
 
@@ -42,7 +43,7 @@ def test_hostile_files_are_reported_and_left_untouched(
 ) -> None:
     assert len(HOSTILE["huge-frontmatter"]) > 1_000_000
     service = open_service()
-    problems = service.catalog.problems
+    problems = parts(service).catalog.problems
     for name, (path, data) in hostile_vault.items():
         rel = f"memory/semantic/{name}.md"
         assert rel in problems, name
@@ -83,7 +84,7 @@ def test_a_bom_never_makes_a_deleted_note_look_live(vault: Path, open_service: O
     )
     data = deleted.read_bytes()
     service = open_service()
-    entry = service.catalog.by_id("0190a5f0-0000-7000-8000-0000000000c1")
+    entry = parts(service).catalog.by_id("0190a5f0-0000-7000-8000-0000000000c1")
     assert entry is not None and entry.status == "deleted"
     result = service.append(body, "reference")
     assert result["deduplicated"] is False  # a deleted twin is not reinforced
@@ -121,7 +122,7 @@ def test_two_notes_with_the_same_id_are_reported(vault: Path, open_service: Open
     hand_write(vault, "memory/semantic/a.md", note.format(t="a"))
     hand_write(vault, "memory/semantic/b.md", note.format(t="b"))
     service = open_service()
-    assert any("same id" in p for p in service.catalog.problems.values())
+    assert any("same id" in p for p in parts(service).catalog.problems.values())
 
 
 def test_a_hostile_project_yaml_does_not_break_capture(vault: Path, open_service: OpenService) -> None:
@@ -131,8 +132,8 @@ def test_a_hostile_project_yaml_does_not_break_capture(vault: Path, open_service
     service = open_service()
     result = service.capture("from the good project", cwd="/code/good/src")
     assert result["success"] is True
-    assert service.get(result["id"]).project == "Good"
-    assert len(service.projects.problems) == 2
+    assert service.note(result["id"]).project == "Good"
+    assert len(parts(service).projects.problems) == 2
 
 
 def test_files_vaultmem_must_not_read_are_skipped(vault: Path, open_service: OpenService) -> None:
@@ -140,5 +141,5 @@ def test_files_vaultmem_must_not_read_are_skipped(vault: Path, open_service: Ope
     hand_write(vault, ".trash/old.md", "---\nstatus: no\n---\n")
     hand_write(vault, "memory/semantic/.hidden.md", "---\nstatus: no\n---\n")
     service = open_service()
-    assert service.catalog.problems == {}
-    assert len(service.catalog) == 0
+    assert parts(service).catalog.problems == {}
+    assert len(parts(service).catalog) == 0

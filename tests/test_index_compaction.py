@@ -149,11 +149,11 @@ def test_maintenance_folds_beside_writes_and_compacts_with_the_writer_held_back(
     of the state folder). The index's own writer is held back while a table is compacted."""
     from test_index_store import note
 
-    from vaultmem.index import store
+    from vaultmem.index import maintenance as store
     from vaultmem.index.embedder import FakeEmbedder
-    from vaultmem.index.store import NoteIndex
+    from vaultmem.index.note_index import NoteIndex
 
-    index = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**9)
+    index = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**9)
     for n in range(40):
         index.upsert([note(n, f"teapot memo {n}")])
         index.wait_for_writes()
@@ -189,7 +189,7 @@ def _free(index: object) -> bool:
     result: list[bool] = []
 
     def probe() -> None:
-        lock = index._apply_lock  # type: ignore[attr-defined]
+        lock = index.apply_lock  # type: ignore[attr-defined]
         got = lock.acquire(blocking=False)
         if got:
             lock.release()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 CHECK = """
 import sys
-import vaultmem.index.store  # imports LanceDB
+import vaultmem.index.note_index  # imports LanceDB
 from vaultmem.index._lazy_imports import REST_CLIENT, _is_deferred
 client = sys.modules[REST_CLIENT]
 assert _is_deferred(client), "the REST client's __init__ ran at import"

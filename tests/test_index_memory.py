@@ -11,9 +11,9 @@ import pytest
 from vaultmem.errors import InvalidInput
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.index.mirror import NoteMirror
+from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.index.search import run_async
-from vaultmem.index.store import NoteIndex
 
 STATUSES = ["active", "unfiled", "archived", "deleted"]
 PROJECTS = [None, "alpha", "beta", "O'Brien's"]
@@ -56,7 +56,7 @@ FILTERS = [
 def populated(tmp_path: Path) -> tuple[NoteIndex, list[NoteRecord]]:
     rng = random.Random(7)
     records = [record(n, rng) for n in range(120)]
-    index = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    index = NoteIndex(tmp_path / "state", FakeEmbedder())
     index.upsert(records)
     index.delete_ids([r.id for r in records[::7]])  # holes filled by moved rows
     index.wait_for_writes()
@@ -98,7 +98,7 @@ def test_an_empty_status_list_is_refused() -> None:
 
 
 def test_reads_see_writes_queued_before_them(tmp_path: Path) -> None:
-    index = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    index = NoteIndex(tmp_path / "state", FakeEmbedder())
     rng = random.Random(1)
     for n in range(30):  # no explicit wait: every read waits for the writer
         index.upsert([record(n, rng)])
@@ -115,7 +115,7 @@ def test_a_reopened_index_answers_as_before(
     index, kept = populated
     before = {q: index.search(q, SearchFilters(statuses=None), k=8) for q in ("cat", "rain code", "music")}
     index.close()
-    again = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    again = NoteIndex(tmp_path / "state", FakeEmbedder())
     assert again.count() == len(kept)
     assert sorted(again.iter_records(), key=lambda r: r.id) == sorted(kept, key=lambda r: r.id)
     for q, result in before.items():
@@ -129,8 +129,8 @@ def test_a_reopened_index_answers_as_before(
 def test_a_note_another_process_added_is_updated_not_duplicated(tmp_path: Path) -> None:
     rng = random.Random(3)
     note = record(1, rng)
-    mine = NoteIndex.open(tmp_path / "state", FakeEmbedder())
-    other = NoteIndex.open(tmp_path / "state", FakeEmbedder())  # as a second process would
+    mine = NoteIndex(tmp_path / "state", FakeEmbedder())
+    other = NoteIndex(tmp_path / "state", FakeEmbedder())  # as a second process would
     other.upsert([note])
     other.close()
     mine.upsert([note])  # this process has not seen it: the writer must not add a second row
@@ -144,7 +144,7 @@ def test_a_note_another_process_added_is_updated_not_duplicated(tmp_path: Path) 
 def test_maintenance_does_not_leak_file_descriptors(tmp_path: Path) -> None:
     rng = random.Random(5)
     records = [record(n, rng) for n in range(200)]
-    index = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**6)
+    index = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=10**6)
     index.upsert(records)
     index.maintenance()
     before = len(list(Path("/proc/self/fd").iterdir()))

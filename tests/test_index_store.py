@@ -12,8 +12,8 @@ import pytest
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.index.records import EdgeRecord, NoteRecord, SearchFilters
-from vaultmem.index.store import NoteIndex
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.records import NoteRecord, SearchFilters
 
 
 class CountingEmbedder(FakeEmbedder):
@@ -59,7 +59,7 @@ CORPUS = [
 
 @pytest.fixture
 def index(tmp_path: Path) -> NoteIndex:
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder())
     idx.upsert(CORPUS)
     return idx
 
@@ -82,12 +82,10 @@ def test_upsert_replaces_by_id(index: NoteIndex) -> None:
     assert ids(index.search_bm25("sofa", SearchFilters(project="alpha"))) == {1}
 
 
-def test_delete_ids_removes_notes_and_their_edges(index: NoteIndex) -> None:
-    edge = EdgeRecord(CORPUS[0].id, "supports", CORPUS[2].id, "e1", "2025-01-01T00:00:00Z")
-    index.replace_edges_for(CORPUS[0].id, [edge])
+def test_delete_ids_removes_notes(index: NoteIndex) -> None:
     index.delete_ids([CORPUS[0].id])
     assert index.get(CORPUS[0].id) is None
-    assert index.edges_for(CORPUS[2].id) == []
+    assert 0 not in ids(index.search_bm25("cat", SearchFilters(statuses=None), k=10))
 
 
 def test_default_filters_search_live_notes_only(index: NoteIndex) -> None:
@@ -139,7 +137,7 @@ def test_path_hashes_lists_every_note(index: NoteIndex) -> None:
 
 def test_unchanged_text_is_never_re_embedded(tmp_path: Path) -> None:
     embedder = CountingEmbedder()
-    idx = NoteIndex.open(tmp_path / "state", embedder)
+    idx = NoteIndex(tmp_path / "state", embedder)
     idx.upsert(CORPUS)
     idx.wait_for_writes()  # upserts are applied by the index's writer thread
     first = len(embedder.embedded)
@@ -153,24 +151,24 @@ def test_unchanged_text_is_never_re_embedded(tmp_path: Path) -> None:
 
 
 def test_embedding_cache_survives_reopen_and_rebuild(tmp_path: Path) -> None:
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder())
     idx.upsert(CORPUS)
     idx.close()
     embedder = CountingEmbedder()
-    reopened = NoteIndex.open(tmp_path / "state", embedder)
+    reopened = NoteIndex(tmp_path / "state", embedder)
     reopened.upsert(CORPUS)
     assert reopened.rebuild() == len(CORPUS)
     assert embedder.embedded == []
 
 
 def test_rebuild_from_scratch_gives_identical_results(tmp_path: Path) -> None:
-    a = NoteIndex.open(tmp_path / "a", FakeEmbedder())
+    a = NoteIndex(tmp_path / "a", FakeEmbedder())
     a.upsert(CORPUS)
     for i in range(3):  # several writes and a compaction on one side only
         a.upsert([CORPUS[i]])
     a.maintenance()
     a.rebuild()  # BM25 statistics of a table with history may still count replaced rows
-    b = NoteIndex.open(tmp_path / "b", FakeEmbedder())
+    b = NoteIndex(tmp_path / "b", FakeEmbedder())
     b.upsert(list(reversed(CORPUS)))
     b.maintenance()  # BM25 statistics are the same once both FTS indexes cover every row
     for query in ("cat", "dogs garden", "physics"):
@@ -181,10 +179,10 @@ def test_rebuild_from_scratch_gives_identical_results(tmp_path: Path) -> None:
 
 
 def test_model_change_is_detected_and_rebuild_clears_it(tmp_path: Path) -> None:
-    first = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    first = NoteIndex(tmp_path / "state", FakeEmbedder())
     first.upsert(CORPUS)
     first.close()
-    other = NoteIndex.open(tmp_path / "state", FakeEmbedder(dim=32, model_id="other"))
+    other = NoteIndex(tmp_path / "state", FakeEmbedder(dim=32, model_id="other"))
     assert other.needs_rebuild()
     degraded = other.search("cat")
     assert degraded.degraded and ids(degraded) == {1, 2, 6}
@@ -196,7 +194,7 @@ def test_model_change_is_detected_and_rebuild_clears_it(tmp_path: Path) -> None:
 
 
 def test_many_single_upserts_stay_searchable_through_maintenance(tmp_path: Path) -> None:
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=5)
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=5)
     for i in range(12):
         idx.upsert([note(100 + i, f"unique{i} marmalade")])
     idx.wait_for_maintenance()
@@ -210,7 +208,7 @@ def test_the_tail_of_a_bulk_load_is_folded_into_the_full_text_index_once_writes_
     """Issue 15: maintenance ran every N write batches, so the rows a bulk load wrote after the
     last run stayed outside the FTS index and every search scanned them (SciFact's 121 leftover
     abstracts made the BM25 leg 18 ms instead of 4). A pause in the writes now folds them in."""
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=1000)
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=1000)
     for start in range(0, 120, 40):
         idx.upsert([note(i, f"bulk abstract {i} about kinases") for i in range(start, start + 40)])
     idx.wait_for_writes()
@@ -225,12 +223,12 @@ def test_the_tail_of_a_bulk_load_is_folded_into_the_full_text_index_once_writes_
 def test_a_few_rows_written_then_a_pause_do_not_start_a_fold(tmp_path: Path) -> None:
     """Below the fold threshold (32 rows or a 256th of the table) a pause changes nothing: an agent
     appending now and then does not rewrite the index after every note."""
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder(), maintenance_threshold=1000)
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=1000)
     idx.upsert([note(i, f"seed {i}") for i in range(400)])
     idx.maintenance()
     idx.upsert([note(1000, "one more note")])
     idx.wait_for_writes()
-    timer = idx._quiet_timer
+    timer = idx._maintenance._quiet_timer
     assert timer is not None
     timer.join(5)
     idx.wait_for_maintenance()
@@ -245,25 +243,25 @@ def test_rows_left_unindexed_by_short_lived_processes_are_folded_in_at_the_next_
     per agent session, a killed daemon) never folds them into the FTS index; the next open's
     check does, so BM25 statistics match a fresh build's again."""
     state = tmp_path / "state"
-    first = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+    first = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
     first.upsert([note(i, f"kettle report {i}") for i in range(10)])
     first.maintenance()
     first.close()
     n = 100
     for _session in range(6):  # six short sessions, three writes each: 18 rows, never 8 in one
-        idx = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+        idx = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
         for _ in range(3):
             idx.upsert([note(n, f"teapot memo {n} kettle" if n % 2 else f"teapot memo {n}")])
             n += 1
         idx.close()
-    reopened = NoteIndex.open(state, FakeEmbedder(), maintenance_threshold=8)
+    reopened = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
     assert reopened.unindexed_rows() == 18
     assert reopened.maintain_if_behind()
     reopened.wait_for_maintenance()
     assert reopened.unindexed_rows() == 0
     assert not reopened.maintain_if_behind()
 
-    fresh = NoteIndex.open(tmp_path / "fresh", FakeEmbedder())
+    fresh = NoteIndex(tmp_path / "fresh", FakeEmbedder())
     fresh.upsert([note(i, f"kettle report {i}") for i in range(10)])
     fresh.upsert([note(m, f"teapot memo {m} kettle" if m % 2 else f"teapot memo {m}") for m in range(100, n)])
     fresh.maintenance()
@@ -273,20 +271,8 @@ def test_rows_left_unindexed_by_short_lived_processes_are_folded_in_at_the_next_
         assert sorted(got) == sorted(want), query
 
 
-def test_edges_are_replaced_per_source(index: NoteIndex) -> None:
-    src, dst = CORPUS[0].id, CORPUS[2].id
-    e1 = EdgeRecord(src, "supports", dst, "e1", "2025-01-01T00:00:00Z")
-    e2 = EdgeRecord(src, "refines", CORPUS[1].id, "e2", "2025-01-01T00:00:00Z")
-    index.replace_edges_for(src, [e1, e2])
-    index.replace_edges_for(src, [e2])
-    assert index.edges_for(src) == [e2]
-    assert index.edges_for(dst) == []
-    with pytest.raises(InvalidInput):
-        index.replace_edges_for(dst, [e2])
-
-
 def test_context_lends_score_to_the_adjacent_turn(tmp_path: Path) -> None:
-    idx = NoteIndex.open(tmp_path / "state", FakeEmbedder())
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder())
     turns = [
         note(1, "what got you into running", created="2025-01-01T10:00:00+00:00"),
         note(2, "it has been great for my mental health", created="2025-01-01T10:00:05+00:00"),

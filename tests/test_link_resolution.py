@@ -12,9 +12,9 @@ from conftest import hand_write
 from graph_wire import Wire
 from mcp_harness import running_daemon, structured, wait_for
 
-from vaultmem.graph.links import typed_links
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.notes.frontmatter import parse
+from vaultmem.notes.links import typed_links
 from vaultmem.server.daemon import Daemon
 
 X_PATH = "memory/semantic/caching-policy.md"

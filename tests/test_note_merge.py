@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.graph.links import EDGE_TYPES
 from vaultmem.notes import frontmatter as fm
+from vaultmem.notes.links import EDGE_TYPES
 from vaultmem.notes.merge import EDGE_LIST_KEYS, conflict_file, merge_note, merge_text
 from vaultmem.notes.model import iso, new_note_text, note_from_text
 from vaultmem.vault.layout import is_conflict_copy

@@ -19,9 +19,9 @@ from conftest import git
 from graph_wire import Wire, add_project, flushed_commits, normalised
 from mcp_harness import running_daemon
 
-from vaultmem.graph.clustering import UnionFind, close_pairs, group_vectors, suggest_title
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.notes.frontmatter import parse
+from vaultmem.operations.clustering import UnionFind, close_pairs, group_vectors, suggest_title
 from vaultmem.server.daemon import Daemon
 from vaultmem.vault.init import init_vault
 

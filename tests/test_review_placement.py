@@ -17,9 +17,9 @@ from conftest import git
 from graph_wire import Wire, add_project, flushed_commits
 from mcp_harness import running_daemon
 
-from vaultmem.graph.proposals import Proposal
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.notes.frontmatter import parse
+from vaultmem.operations.proposals import Proposal
 from vaultmem.server.daemon import Daemon
 from vaultmem.vault.init import init_vault
 
@@ -233,13 +233,13 @@ def test_list_pages_hides_retired_kinds_and_uses_the_canonical_counts(env: Env) 
     page or the retired filter left out"; retired aliases gone."""
     ids = _family(env, "listword", 4, env.other)
     env.review(action="enqueue", thought_id=ids[0], max_proposals=3, cwd=env.other)
-    runtime = env.daemon.runtime
+    runtime = env.daemon.memory
     assert runtime is not None
     legacy = Proposal(
         "01a172b4-0000-7000-8000-000000000001", "project_move", "pending", ids[0], ids[0], ids[1],
         "related", 0.5, "Other", "2000-01-01T00:00:00Z", "2000-01-01T00:00:00Z",
     )  # fmt: skip
-    runtime.review.edge_review.queue.add([legacy])
+    runtime._review.queue.add([legacy])
     page = env.review(action="list", cwd=env.other, limit=2)
     counts = page["meta"]["counts"]
     assert counts["total"] == 4 and counts["returned"] == 2 and counts["filtered_out"] == 2

@@ -27,7 +27,7 @@ from vaultmem.filing.secrets import (
     redact,
     scan_note_file,
 )
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 
 SAMPLES = samples()
 STANDALONE = [s for s in SAMPLES if s.standalone]
@@ -298,7 +298,7 @@ def test_the_shipped_contract_refuses_and_a_vault_may_choose_redact(vault: Path)
     assert load_contract(vault).secrets_mode == "refuse"  # no secrets section: the default
 
 
-def test_an_unknown_secrets_mode_stops_writes_and_says_where(vault: Path, service: VaultService) -> None:
+def test_an_unknown_secrets_mode_stops_writes_and_says_where(vault: Path, service: Memory) -> None:
     contract = write_vault_contract(
         vault, lambda t: t.replace("mode: refuse", "mode: sometimes"), commit=False
     )

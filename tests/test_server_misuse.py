@@ -196,8 +196,8 @@ def session_lives(daemon: Daemon, session_id: str) -> bool:
 
 
 def sessions_of(daemon: Daemon) -> dict[str, Any]:
-    assert daemon.runtime is not None and daemon.runtime.upkeep.status.sessions is not None
-    return daemon.runtime.upkeep.status.sessions()
+    assert daemon.memory is not None and daemon.memory._status.sessions is not None
+    return daemon.memory._status.sessions()
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:

@@ -16,12 +16,13 @@ from conftest import (
     snapshot,
     write_vault_contract,
 )
+from layers import parts
 
 from vaultmem.errors import CapReached, ContractError
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 
 
-def _fill(service: VaultService, n: int, prefix: str = "memory") -> None:
+def _fill(service: Memory, n: int, prefix: str = "memory") -> None:
     for i in range(n):
         service.append(f"{prefix} number {i}", "reference")
 
@@ -54,8 +55,8 @@ def test_the_cap_refuses_a_new_capture_as_the_document_shows(vault: Path, open_s
     assert str(contract) in result["error"]
 
 
-def test_the_shipped_cap_is_200(service: VaultService) -> None:
-    assert service.contract().daily_write_cap == 200
+def test_the_shipped_cap_is_200(service: Memory) -> None:
+    assert parts(service).contract().daily_write_cap == 200
 
 
 def test_the_cap_is_counted_from_the_vault_and_survives_a_restart(
@@ -131,11 +132,11 @@ def test_the_vaults_own_contract_wins_over_the_shipped_one(vault: Path, open_ser
     write_vault_contract(vault, lambda t: t.replace("capture: {dir: memory/episodic", "capture: {dir: inbox"))
     service = open_service()
     result = service.capture("routed by the vault's contract")
-    assert service.get(result["id"]).path.startswith("inbox/")
-    assert service.contract().path == vault / "filing.yaml"
+    assert service.note(result["id"]).path.startswith("inbox/")
+    assert parts(service).contract().path == vault / "filing.yaml"
 
 
-def test_a_contract_edit_is_picked_up_without_a_restart(vault: Path, service: VaultService) -> None:
+def test_a_contract_edit_is_picked_up_without_a_restart(vault: Path, service: Memory) -> None:
     service.append("before the edit", "reference")
     set_cap(vault, 1)
     with pytest.raises(CapReached, match="daily cap is 1"):
@@ -155,7 +156,7 @@ def test_a_contract_edit_is_picked_up_without_a_restart(vault: Path, service: Va
     ],
 )
 def test_an_invalid_contract_stops_writes_and_leaves_the_vault_untouched(
-    vault: Path, service: VaultService, edit, problem: str
+    vault: Path, service: Memory, edit, problem: str
 ) -> None:
     contract = write_vault_contract(vault, edit, commit=False)
     before, before_head = snapshot(vault), head(vault)
@@ -170,7 +171,7 @@ def test_an_invalid_contract_stops_writes_and_leaves_the_vault_untouched(
     assert git_status(vault).split() == ["M", "filing.yaml"]
 
 
-def test_fixing_the_contract_lets_writes_resume(vault: Path, service: VaultService) -> None:
+def test_fixing_the_contract_lets_writes_resume(vault: Path, service: Memory) -> None:
     broken = write_vault_contract(vault, lambda t: t.replace("daily_write_cap: 200", "daily_write_cap: -1"))
     with pytest.raises(ContractError):
         service.append("refused", "reference")

@@ -8,42 +8,40 @@ import pytest
 from conftest import OpenService, commit_count, file_of, git, git_status, hand_write
 
 from vaultmem.errors import NotFound
+from vaultmem.memory import Memory
 from vaultmem.notes.frontmatter import parse
-from vaultmem.service import VaultService
 
 
 @pytest.fixture
-def memory(service: VaultService) -> dict:
+def memory(service: Memory) -> dict:
     return service.append("The staging database is at db-staging:5432.", "reference", title="Staging DB")
 
 
-def test_forget_returns_id_status_deleted_and_already_deleted(service: VaultService, memory: dict) -> None:
+def test_forget_returns_id_status_deleted_and_already_deleted(service: Memory, memory: dict) -> None:
     """Seed: "Returns: {id, status: "deleted", already_deleted}."."""
     result = service.forget(memory["id"])
     assert result == {"id": memory["id"], "status": "deleted", "already_deleted": False}
 
 
-def test_forget_flips_status_and_stamps_deleted_at_and_reason(
-    service: VaultService, memory: dict, clock
-) -> None:
+def test_forget_flips_status_and_stamps_deleted_at_and_reason(service: Memory, memory: dict, clock) -> None:
     """Seed: "It flips status → deleted. It stamps deleted_at in the file's frontmatter." and
     "reason ... stamped into the entry's frontmatter as delete_reason"."""
     clock.advance(minutes=5)
     service.forget(memory["id"], reason="moved to the wiki")
-    note = service.get(memory["id"])
+    note = service.note(memory["id"])
     assert note.status == "deleted"
     assert note.deleted_at == "2026-03-14T09:35:00Z"
     assert note.delete_reason == "moved to the wiki"
     assert "deleted_at" not in service.forget(memory["id"])  # not returned to the caller
 
 
-def test_forget_without_a_reason_stamps_no_reason(service: VaultService, memory: dict) -> None:
+def test_forget_without_a_reason_stamps_no_reason(service: Memory, memory: dict) -> None:
     service.forget(memory["id"])
     assert "delete_reason" not in parse(file_of(service, memory["id"]).read_text("utf-8")).meta
 
 
 def test_forget_twice_is_idempotent_and_does_not_restamp(
-    service: VaultService, memory: dict, vault: Path, clock
+    service: Memory, memory: dict, vault: Path, clock
 ) -> None:
     """Seed: "It returns already_deleted: true. It does not error. It does not re-stamp the entry."."""
     service.forget(memory["id"], reason="first")
@@ -56,7 +54,7 @@ def test_forget_twice_is_idempotent_and_does_not_restamp(
     assert commit_count(vault) == commits
 
 
-def test_forget_of_an_unknown_id_is_a_clear_not_found(service: VaultService) -> None:
+def test_forget_of_an_unknown_id_is_a_clear_not_found(service: Memory) -> None:
     """Seed: "FileNotFoundError (memory_forget) Memory ID does not exist"."""
     with pytest.raises(NotFound, match="no memory has id"):
         service.forget("0190a5f0-0000-7000-8000-000000000000")
@@ -64,12 +62,12 @@ def test_forget_of_an_unknown_id_is_a_clear_not_found(service: VaultService) -> 
         service.forget("not-an-id")
 
 
-def test_forget_accepts_an_id_in_any_case_and_without_hyphens(service: VaultService, memory: dict) -> None:
+def test_forget_accepts_an_id_in_any_case_and_without_hyphens(service: Memory, memory: dict) -> None:
     result = service.forget(memory["id"].replace("-", "").upper())
     assert result["id"] == memory["id"] and result["already_deleted"] is False
 
 
-def test_the_file_is_never_unlinked(service: VaultService, memory: dict, vault: Path) -> None:
+def test_the_file_is_never_unlinked(service: Memory, memory: dict, vault: Path) -> None:
     """Seed: "The server never unlinks the backing file."."""
     path = file_of(service, memory["id"])
     service.forget(memory["id"])
@@ -78,7 +76,7 @@ def test_the_file_is_never_unlinked(service: VaultService, memory: dict, vault: 
     assert git(vault, "log", "--diff-filter=D", "--name-only", "--format=") == ""
 
 
-def test_forget_is_committed_as_a_content_update(service: VaultService, memory: dict, vault: Path) -> None:
+def test_forget_is_committed_as_a_content_update(service: Memory, memory: dict, vault: Path) -> None:
     """Seed: "A status flip propagates to the sync client as a content update. It is not a delete."."""
     service.forget(memory["id"], reason="obsolete")
     assert git_status(vault) == ""
@@ -114,7 +112,7 @@ def test_forget_keeps_the_rest_of_the_file_byte_for_byte(vault: Path, open_servi
 
 
 def test_an_operator_can_undelete_by_flipping_status_back(
-    vault: Path, service: VaultService, memory: dict, open_service: OpenService
+    vault: Path, service: Memory, memory: dict, open_service: OpenService
 ) -> None:
     """Seed: "An operator can un-delete an entry. They do this by flipping status back in the vault
     directly."."""
@@ -123,12 +121,12 @@ def test_an_operator_can_undelete_by_flipping_status_back(
     path.write_text(path.read_text("utf-8").replace("status: deleted", "status: active"), "utf-8")
     service.close()
     reopened = open_service()
-    assert reopened.get(memory["id"]).status == "active"
+    assert reopened.note(memory["id"]).status == "active"
     assert reopened.forget(memory["id"])["already_deleted"] is False
 
 
 def test_forget_of_a_memory_whose_file_a_person_removed_is_not_found(
-    service: VaultService, memory: dict, vault: Path
+    service: Memory, memory: dict, vault: Path
 ) -> None:
     path = file_of(service, memory["id"])
     trash = vault / ".trash"
@@ -138,4 +136,4 @@ def test_forget_of_a_memory_whose_file_a_person_removed_is_not_found(
         service.forget(memory["id"])
     assert not path.exists()  # nothing was recreated
     with pytest.raises(NotFound):
-        service.get(memory["id"])
+        service.note(memory["id"])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenService, git_status, hand_write
+from layers import parts
 
 from vaultmem.errors import ChangedOnDisk
 from vaultmem.mcp.envelope import failure
@@ -39,7 +40,7 @@ def test_a_save_during_a_forget_is_kept_and_the_forget_is_refused(
 ) -> None:
     service = open_service()
     written = service.append("The heron nests by the weir.", "reference", title="heron")
-    rel = service.catalog.by_id(written["id"]).path  # type: ignore[union-attr]
+    rel = parts(service).catalog.by_id(written["id"]).path  # type: ignore[union-attr]
     saved = (vault / rel).read_bytes().replace(b"by the weir", b"by the old mill weir")
     _edit_while_staging(monkeypatch, vault, rel, saved)
 
@@ -62,7 +63,7 @@ def test_a_save_during_a_reinforce_is_kept(
     """Appending the same content again reinforces the existing note (a rewrite of its file)."""
     service = open_service()
     first = service.append("Kettle descaling: use citric acid monthly.", "reference", title="kettle")
-    rel = service.catalog.by_id(first["id"]).path  # type: ignore[union-attr]
+    rel = parts(service).catalog.by_id(first["id"]).path  # type: ignore[union-attr]
     saved = (vault / rel).read_bytes() + b"\nAdded by hand: vinegar works too.\n"
     _edit_while_staging(monkeypatch, vault, rel, saved)
     with pytest.raises(ChangedOnDisk):
@@ -86,7 +87,7 @@ def test_an_appending_save_that_lands_in_the_replaced_file_is_put_back(
     once). The replaced file stays open across the rename; a change to it puts it back."""
     service = open_service()
     written = service.append("The otter fishes at dusk.", "reference", title="otter")
-    rel = service.catalog.by_id(written["id"]).path  # type: ignore[union-attr]
+    rel = parts(service).catalog.by_id(written["id"]).path  # type: ignore[union-attr]
     target = vault / rel
     real_replace = Path.replace
 

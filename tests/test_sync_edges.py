@@ -1,15 +1,17 @@
-"""The edges table is derived from the vault's typed links (design.md: "Typed links")."""
+"""The edge graph is derived from the vault's typed links (design.md: "Typed links")."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+from layers import parts, sync_path
+
 from vaultmem.config import Settings
-from vaultmem.doctor import diagnose
-from vaultmem.graph.links import edge_id
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
+from vaultmem.notes.links import edge_id
+from vaultmem.operations.doctor import diagnose
 
 A = """---
 id: 01a20000-0000-7000-8000-00000000000a
@@ -29,8 +31,8 @@ A_ID = "01a20000-0000-7000-8000-00000000000a"
 B_ID = "01a20000-0000-7000-8000-00000000000b"
 
 
-def open_runtime(vault: Path) -> Runtime:
-    runtime = Runtime(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
+def open_runtime(vault: Path) -> Memory:
+    runtime = Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
     runtime.reconcile()
     return runtime
 
@@ -39,17 +41,17 @@ def test_typed_links_become_edges_with_ids_that_survive_a_rebuild(vault: Path) -
     (vault / "memory" / "semantic" / "cache-policy.md").write_text(A, encoding="utf-8")
     (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
     runtime = open_runtime(vault)
-    edges = runtime.index.edges_for(A_ID)
+    edges = parts(runtime).graph.edges_of(A_ID)
     assert sorted((e.type, e.source_id, e.target_id) for e in edges) == [
         ("related", A_ID, B_ID),
         ("supports", A_ID, B_ID),
     ]
-    ids = sorted(e.edge_id for e in edges)
+    ids = sorted(e.id for e in edges)
     assert edge_id(A_ID, "supports", B_ID) in ids
     runtime.close()
     shutil.rmtree(vault / ".vaultmem" / "index")
     rebuilt = open_runtime(vault)
-    assert sorted(e.edge_id for e in rebuilt.index.edges_for(B_ID)) == ids
+    assert sorted(e.id for e in parts(rebuilt).graph.edges_of(B_ID)) == ids
     rebuilt.close()
 
 
@@ -59,8 +61,8 @@ def test_removing_a_link_by_hand_removes_the_edge(vault: Path) -> None:
     (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
     runtime = open_runtime(vault)
     path.write_text(A.replace('supports: ["[[ttl-defaults]]", "[[no-such-note]]"]\n', ""), encoding="utf-8")
-    assert runtime.sync_path("memory/semantic/cache-policy.md") == "indexed"
-    assert [e.type for e in runtime.index.edges_for(A_ID)] == ["related"]
+    assert sync_path(runtime, "memory/semantic/cache-policy.md") == "indexed"
+    assert [e.type for e in parts(runtime).graph.edges_of(A_ID)] == ["related"]
     runtime.close()
 
 
@@ -68,8 +70,10 @@ def test_a_dangling_link_is_no_edge_and_doctor_reports_it(vault: Path) -> None:
     (vault / "memory" / "semantic" / "cache-policy.md").write_text(A, encoding="utf-8")
     (vault / "memory" / "semantic" / "ttl-defaults.md").write_text(B, encoding="utf-8")
     runtime = open_runtime(vault)
-    assert all(e.target_id == B_ID for e in runtime.index.edges_for(A_ID))
-    report = diagnose(runtime.service.layout, runtime.service.catalog, runtime.index, runtime.service.repo)
+    assert all(e.target_id == B_ID for e in parts(runtime).graph.edges_of(A_ID))
+    report = diagnose(
+        parts(runtime).layout, parts(runtime).catalog, parts(runtime).index, parts(runtime).repo
+    )
     assert report.dangling_links == [
         {"path": "memory/semantic/cache-policy.md", "property": "supports", "target": "no-such-note"}
     ]
@@ -92,14 +96,14 @@ def test_a_conflict_copys_links_do_not_replace_its_originals_edges(vault: Path) 
     (folder / "review.md").write_text(linking, encoding="utf-8")
     runtime = open_runtime(vault)
     try:
-        assert sorted(e.type for e in runtime.index.edges_for(A_ID) if e.source_id == A_ID) == [
+        assert sorted(e.type for e in parts(runtime).graph.edges_of(A_ID) if e.source_id == A_ID) == [
             "related",
             "supports",
         ]
-        into_b = {(e.type, e.source_id) for e in runtime.index.edges_for(B_ID)}
+        into_b = {(e.type, e.source_id) for e in parts(runtime).graph.edges_of(B_ID)}
         assert ("contradicts", A_ID) not in into_b
         assert any(t == "contradicts" and s != A_ID for t, s in into_b)  # the copy's, under its own id
-        out_of_review = runtime.index.edges_for("01a20000-0000-7000-8000-00000000000c")
+        out_of_review = parts(runtime).graph.edges_of("01a20000-0000-7000-8000-00000000000c")
         targets = {e.target_id for e in out_of_review if e.type == "references"}
         assert targets and A_ID not in targets  # a link to the copy names the copy, not its original
     finally:

@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from layers import parts
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import Embedder, OnnxEmbedder
-from vaultmem.runtime import Runtime
-from vaultmem.search import SearchRequest
+from vaultmem.memory import Memory
+from vaultmem.operations.search import SearchRequest
 
 pytestmark = pytest.mark.model
 
@@ -51,12 +52,12 @@ class CountingEmbedder:
 
 
 @pytest.fixture
-def open_runtime(vault: Path, embedder: Embedder) -> Iterator[Callable[..., Runtime]]:
-    opened: list[Runtime] = []
+def open_runtime(vault: Path, embedder: Embedder) -> Iterator[Callable[..., Memory]]:
+    opened: list[Memory] = []
 
-    def _open(emb: Embedder | None = None, **overrides: object) -> Runtime:
+    def _open(emb: Embedder | None = None, **overrides: object) -> Memory:
         settings = Settings.resolve(vault, durable=False, commit_quiet_period=0.2, **overrides)
-        runtime = Runtime(settings, embedder=emb or embedder)
+        runtime = Memory(settings, embedder=emb or embedder)
         runtime.reconcile()
         opened.append(runtime)
         return runtime
@@ -66,7 +67,7 @@ def open_runtime(vault: Path, embedder: Embedder) -> Iterator[Callable[..., Runt
         runtime.close()
 
 
-def slugs(runtime: Runtime, query: str, **kw: object) -> list[str]:
+def slugs(runtime: Memory, query: str, **kw: object) -> list[str]:
     result = runtime.search(SearchRequest(query=query, **kw))  # type: ignore[arg-type]
     return [r["slug"] for r in result["results"]]
 
@@ -86,7 +87,7 @@ def git_log(vault: Path, *args: str) -> str:
 
 
 def test_a_file_written_by_hand_is_found_and_committed(
-    vault: Path, open_runtime: Callable[..., Runtime]
+    vault: Path, open_runtime: Callable[..., Memory]
 ) -> None:
     runtime = open_runtime()
     runtime.start_watching()
@@ -101,7 +102,7 @@ def test_a_file_written_by_hand_is_found_and_committed(
     )
 
 
-def test_a_rename_and_a_hand_delete_are_reflected(vault: Path, open_runtime: Callable[..., Runtime]) -> None:
+def test_a_rename_and_a_hand_delete_are_reflected(vault: Path, open_runtime: Callable[..., Memory]) -> None:
     note = vault / "memory" / "semantic" / "sourdough-starter.md"
     note.write_text(HAND_NOTE, encoding="utf-8")
     runtime = open_runtime()
@@ -113,7 +114,7 @@ def test_a_rename_and_a_hand_delete_are_reflected(vault: Path, open_runtime: Cal
     assert "sourdough-starter" not in slugs(runtime, "sourdough starter rye flour")
     renamed.unlink()
     wait_for(lambda: "rye-starter" not in slugs(runtime, "sourdough starter rye flour"))
-    assert runtime.index.path_hashes_for(["memory/semantic/rye-starter.md"]) == {}
+    assert parts(runtime).index.path_hashes_for(["memory/semantic/rye-starter.md"]) == {}
     # The deletion is recorded in git once the quiet period has passed.
     wait_for(
         lambda: (
@@ -124,10 +125,10 @@ def test_a_rename_and_a_hand_delete_are_reflected(vault: Path, open_runtime: Cal
 
 
 def test_edits_made_while_the_daemon_was_down_are_caught_at_start(
-    vault: Path, open_runtime: Callable[..., Runtime]
+    vault: Path, open_runtime: Callable[..., Memory]
 ) -> None:
     first = open_runtime()
-    result = first.service.append("The staging database lives on port 5433.", "reference", title="Staging db")
+    result = first.append("The staging database lives on port 5433.", "reference", title="Staging db")
     first.close()
     path = next((vault / "memory" / "semantic").glob("staging-db*.md"))
     text = path.read_text(encoding="utf-8").replace("port 5433", "port 6543 since the migration")
@@ -140,11 +141,11 @@ def test_edits_made_while_the_daemon_was_down_are_caught_at_start(
     assert hit["id"] == result["id"]
     assert "6543" in hit["snippet"]
     assert "kettle" in slugs(second, "descale kettle")
-    assert second.index.count() == len(list(second.service.catalog.entries()))
+    assert parts(second).index.count() == len(list(parts(second).catalog.entries()))
 
 
 def test_the_daemons_own_writes_are_indexed_once(
-    vault: Path, embedder: Embedder, open_runtime: Callable[..., Runtime]
+    vault: Path, embedder: Embedder, open_runtime: Callable[..., Memory]
 ) -> None:
     counting = CountingEmbedder(embedder)
     runtime = open_runtime(counting)
@@ -152,18 +153,18 @@ def test_the_daemons_own_writes_are_indexed_once(
     # taken after the write was flaky: on a loaded machine the watcher had already handled the
     # write's event before the snapshot, and the wait for one more event ran out.)
     handled: list[tuple[str, str]] = []
-    sync_path = runtime.sync_path
+    sync_path = runtime._keeper.sync_path  # type: ignore[union-attr]
 
     def recording(rel: str) -> str:
         outcome = sync_path(rel)
         handled.append((rel, outcome))
         return outcome
 
-    runtime.sync_path = recording  # type: ignore[method-assign]
+    runtime._keeper.sync_path = recording  # type: ignore[method-assign]
     runtime.start_watching()
     body = "Use ruff format before committing Python code."
-    written = runtime.service.append(body, "convention", title="Formatting")
-    rel = runtime.service.get(written["id"]).path
+    written = runtime.append(body, "convention", title="Formatting")
+    rel = runtime.note(written["id"]).path
     # Read your writes: searchable as soon as the call returns.
     assert "formatting" in slugs(runtime, "ruff format python")
 
@@ -176,11 +177,11 @@ def test_the_daemons_own_writes_are_indexed_once(
     assert [outcome for path, outcome in handled if path == rel] == ["unchanged"]
     assert "formatting" in slugs(runtime, "ruff format python")
     assert note_embeddings() == 1
-    assert runtime.index.count() == 1
+    assert parts(runtime).index.count() == 1
 
 
 def test_a_malformed_hand_note_is_reported_and_left_untouched(
-    vault: Path, open_runtime: Callable[..., Runtime]
+    vault: Path, open_runtime: Callable[..., Memory]
 ) -> None:
     bad = vault / "memory" / "semantic" / "broken.md"
     raw = b"---\nstatus: [unclosed\n---\nbody\n"
@@ -189,4 +190,4 @@ def test_a_malformed_hand_note_is_reported_and_left_untouched(
     report = runtime.reconcile()
     assert "memory/semantic/broken.md" in report.malformed
     assert bad.read_bytes() == raw
-    assert runtime.index.path_hashes_for(["memory/semantic/broken.md"]) == {}
+    assert parts(runtime).index.path_hashes_for(["memory/semantic/broken.md"]) == {}

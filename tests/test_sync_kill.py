@@ -90,7 +90,7 @@ def run_round(machine: Machine, step: str) -> subprocess.CompletedProcess[str]:
 def assert_converged(cluster: Cluster, laptop: Machine, desktop: Machine, shared: int) -> list[str]:
     """Sync both (the laptop first: it recovers), settle, check nothing was lost; the recovery's lines."""
     recovery: list[str] = []
-    # A restart sweeps the temp files a kill left mid-write, as VaultService does at start (they
+    # A restart sweeps the temp files a kill left mid-write, as Memory does at start (they
     # are git-ignored meanwhile).
     sweep_temp_files(laptop.root, IGNORED_DIRS)
     for machine in (laptop, desktop):

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.sync_harness import Cluster, Machine, fsck, notes_with_markers, status, tree
-from vaultmem.graph.edges import LinkTarget, add_link
 from vaultmem.notes import frontmatter as fm
+from vaultmem.notes.links import LinkTarget, add_link
 from vaultmem.notes.model import note_from_text
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.merge_driver import ATTRIBUTES_LINE, DRIVER, configure

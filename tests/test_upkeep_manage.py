@@ -15,17 +15,17 @@ import yaml
 from conftest import FakeClock, commit_count, git
 from upkeep_wire import LocalWire, frontmatter, local_runtime, log_subjects
 
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 
 @pytest.fixture
-def runtime(vault: Path, clock: FakeClock) -> Iterator[Runtime]:
+def runtime(vault: Path, clock: FakeClock) -> Iterator[Memory]:
     with local_runtime(vault, clock) as rt:
         yield rt
 
 
 @pytest.fixture
-def wire(runtime: Runtime) -> LocalWire:
+def wire(runtime: Memory) -> LocalWire:
     return LocalWire(runtime)
 
 

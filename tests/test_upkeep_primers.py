@@ -13,17 +13,17 @@ import pytest
 from conftest import FakeClock, commit_count
 from upkeep_wire import LocalWire, local_runtime
 
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 
 @pytest.fixture
-def runtime(vault: Path, clock: FakeClock) -> Iterator[Runtime]:
+def runtime(vault: Path, clock: FakeClock) -> Iterator[Memory]:
     with local_runtime(vault, clock, primer_threshold=2) as rt:
         yield rt
 
 
 @pytest.fixture
-def wire(runtime: Runtime) -> LocalWire:
+def wire(runtime: Memory) -> LocalWire:
     return LocalWire(runtime)
 
 

@@ -1,6 +1,6 @@
 """Helpers for the tests of memory_supersede, memory_manage, memory_reflect, memory_status,
 memory_primers and memory_guide: the SDK client talking MCP to the server in-process (no port, no
-HTTP), over a Runtime with the fake embedder, commits made inline (one action, one commit, at once)
+HTTP), over a Memory with the fake embedder, commits made inline (one action, one commit, at once)
 and a clock the test moves."""
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from mcp_types import CallToolResult
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.mcp.tools import build_mcp_server
+from vaultmem.memory import Memory
 from vaultmem.notes.frontmatter import parse
-from vaultmem.runtime import Runtime
 
 
 class LocalWire(Wire):
     """:class:`graph_wire.Wire`'s checks, calling an in-process server."""
 
-    def __init__(self, runtime: Runtime) -> None:  # no daemon: the server runs in this process
+    def __init__(self, runtime: Memory) -> None:  # no daemon: the server runs in this process
         self.runtime = runtime
         self.server = build_mcp_server(runtime)
 
@@ -61,9 +61,9 @@ class LocalWire(Wire):
 
 
 @contextmanager
-def local_runtime(vault: Path, clock: FakeClock, **overrides: Any) -> Iterator[Runtime]:
+def local_runtime(vault: Path, clock: FakeClock, **overrides: Any) -> Iterator[Memory]:
     settings = Settings.resolve(vault, durable=False, **overrides)
-    runtime = Runtime(settings, embedder=FakeEmbedder(), background_commits=False, clock=clock)
+    runtime = Memory(settings, embedder=FakeEmbedder(), background_commits=False, clock=clock)
     runtime.reconcile()
     try:
         yield runtime
@@ -79,13 +79,13 @@ def probe(vault: Path, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def runtime(vault: Path, clock: FakeClock, probe: str) -> Iterator[Runtime]:
+def runtime(vault: Path, clock: FakeClock, probe: str) -> Iterator[Memory]:
     with local_runtime(vault, clock) as rt:
         yield rt
 
 
 @pytest.fixture
-def wire(runtime: Runtime) -> LocalWire:
+def wire(runtime: Memory) -> LocalWire:
     return LocalWire(runtime)
 
 

@@ -1,4 +1,4 @@
-"""The ``vaultmem`` command line: parse, call the service, print. Nothing else lives here."""
+"""The ``vaultmem`` command line: parse, call the facade (:class:`vaultmem.memory.Memory`), print."""
 
 from __future__ import annotations
 
@@ -7,22 +7,14 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Settings
-from vaultmem.doctor import LOW_SPACE_MIB, diagnose
-from vaultmem.errors import VaultError, VaultmemError
-from vaultmem.index import location
-from vaultmem.index.store import NoteIndex
-from vaultmem.runtime import Runtime, rebuild_index
-from vaultmem.search import SearchRequest
-from vaultmem.service import VaultService
-from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.history import GitRepo
-from vaultmem.vault.init import init_vault
-from vaultmem.vault.layout import VaultLayout
+from vaultmem.errors import VaultmemError
+from vaultmem.limits import LOW_SPACE_MIB
+from vaultmem.memory import Memory, SearchRequest
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -33,21 +25,25 @@ def _read_content(value: str) -> str:
     return value
 
 
-def _print(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None:
+def _print(args: argparse.Namespace, payload: Mapping[str, object], human: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps(payload, ensure_ascii=False))
     else:
         print(human)
 
 
-def _open(args: argparse.Namespace) -> VaultService:
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
-    return VaultService(settings, background_commits=False)
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.resolve(args.vault, getattr(args, "state_dir", None))
+
+
+def _open(args: argparse.Namespace, *, index: bool = False) -> Memory:
+    """The vault, committing inline; without its index unless the command searches."""
+    return Memory(_settings(args), index=index, background_commits=False)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
     target = Path(args.path or args.vault or Settings.resolve().vault)
-    root, created = init_vault(target, Path(args.git_dir) if args.git_dir else None)
+    root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None)
     print(f"{'created' if created else 'already a vault:'} {root}")
     from vaultmem.server.token import ensure_token, token_path
 
@@ -61,9 +57,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vaultmem.server.daemon import Daemon
     from vaultmem.server.hosts import banner
 
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
+    settings = _settings(args)
     if args.init and not (settings.vault / ".git").exists():
-        root, _ = init_vault(settings.vault)
+        root, _ = Memory.init(settings.vault)
         print(f"created a vault at {root}", file=sys.stderr)
     daemon = Daemon(settings, host=args.host, port=args.port)
     daemon.open(_progress("indexing"))
@@ -79,15 +75,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultmem.server.daemon import run_stdio
 
-    run_stdio(Settings.resolve(args.vault, getattr(args, "state_dir", None)))
+    run_stdio(_settings(args))
     return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
     from vaultmem.server.token import ensure_token, rotate_token, token_path
 
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
-    path = token_path(settings.vault)
+    path = token_path(_settings(args).vault)
     if args.rotate:
         token = rotate_token(path)
         print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
@@ -100,8 +95,8 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_append(args: argparse.Namespace) -> int:
-    with _open(args) as service:
-        result = service.append(
+    with _open(args) as memory:
+        result = memory.append(
             _read_content(args.content),
             args.kind,
             project=args.project,
@@ -115,8 +110,8 @@ def cmd_append(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    with _open(args) as service:
-        result = service.capture(
+    with _open(args) as memory:
+        result = memory.capture(
             _read_content(args.content),
             kind=args.kind,
             title=args.title,
@@ -147,17 +142,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    with _open(args) as service:
-        result = service.forget(args.id, reason=args.reason)
+    with _open(args) as memory:
+        result = memory.forget(args.id, reason=args.reason)
     human = f"{'already deleted' if result['already_deleted'] else 'deleted'}: {result['id']}"
     _print(args, result, human)
     return 0
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    with _open(args) as service:
-        note = service.get(args.id)
-        entries = service.history(args.id)
+    with _open(args) as memory:
+        note = memory.note(args.id)
+        entries = memory.history(args.id)
     if args.json:
         print(json.dumps({"id": note.id, "path": note.path, "history": entries}, ensure_ascii=False))
         return 0
@@ -187,15 +182,10 @@ def _progress(label: str) -> Callable[[int, int], None]:
     return show
 
 
-def _runtime(args: argparse.Namespace) -> Runtime:
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
-    return Runtime(settings, background_commits=False)
-
-
 def cmd_search(args: argparse.Namespace) -> int:
-    with _runtime(args) as runtime:
-        runtime.reconcile(_progress("indexing"))
-        result = runtime.search(
+    with _open(args, index=True) as memory:
+        memory.reconcile(_progress("indexing"))
+        result = memory.search(
             SearchRequest(
                 query=args.query,
                 scope="project" if args.project else "all",
@@ -217,14 +207,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
     started = time.perf_counter()
-    if args.full:  # built beside the current index: a running daemon switches to it when done
-        report, rows = rebuild_index(settings, _progress("indexing"))
-    else:
-        with Runtime(settings, background_commits=False) as runtime:
-            report = runtime.reconcile(_progress("indexing"))
-            rows = runtime.index.count()
+    # --full builds beside the current index: a running daemon switches to it when done.
+    with _open(args, index=not args.full) as memory:
+        report, rows = memory.reindex(full=args.full, progress=_progress("indexing"))
     elapsed = time.perf_counter() - started
     print(
         f"index: {rows} notes ({len(report.indexed)} indexed, {len(report.removed)} removed, "
@@ -236,24 +222,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    settings = Settings.resolve(args.vault, getattr(args, "state_dir", None))
-    layout = VaultLayout(settings.vault, settings.state_dir)
-    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
-    if not layout.root.is_dir() or not repo.is_repo():
-        raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
-    catalog = Catalog(layout)
-    catalog.scan()
-    index = None
-    index_dir = location.current(settings.state_dir)
-    if index_dir.exists():
-        from vaultmem.runtime import calibration_for, embedder_for
-
-        index = NoteIndex.open(index_dir, embedder_for(settings), calibration=calibration_for(settings))
-    try:
-        report = diagnose(layout, catalog, index, repo)
-    finally:
-        if index is not None:
-            index.close()
+    settings = _settings(args)
+    report = Memory.doctor(settings)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1
@@ -274,7 +244,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
-    if index is None:
+    if not report.index_exists:
         print("no search index yet: run `vaultmem reindex`")
     if report.state_free_mib is not None and report.state_free_mib < LOW_SPACE_MIB:
         print(

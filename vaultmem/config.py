@@ -12,13 +12,15 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.errors import InvalidInput
-from vaultmem.vault.layout import STATE_DIRNAME
+from vaultmem.errors import InvalidInput, MalformedNote
+from vaultmem.safe_yaml import load_yaml_mapping
 
 #: The vault every command uses when neither --vault nor $VAULTMEM_VAULT names one: the one
 #: `make serve` creates, so the CLI finds it from any folder.
 DEFAULT_VAULT = "~/vaultmem-vault"
 CONFIG_FILE = "vaultmem.yaml"
+#: The state directory's name inside the vault when none is configured (git-ignored, never read).
+STATE_DIRNAME = ".vaultmem"
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,6 @@ _TUNABLE = {f.name for f in fields(Settings)} - {"vault", "state_dir"}
 def _file_overrides(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
-
     try:
         data = load_yaml_mapping(path.read_text(encoding="utf-8-sig"), source=str(path))
     except (OSError, UnicodeDecodeError, MalformedNote) as exc:

@@ -6,7 +6,8 @@
     ├── Conflict                   the write contradicts the current state (an edge already joins a pair)
     ├── ContractError              the filing contract does not load or validate (fix the file)
     ├── CapReached                 the daily write cap refuses a new note (wait, or raise the cap)
-    ├── VaultError                 the vault on disk is unusable (missing, read-only, malformed note)
+    ├── VaultError                 the vault on disk is unusable (missing, read-only)
+    │   ├── MalformedNote          a note's frontmatter cannot be read (reported, never rewritten)
     │   └── GitError               git refused an operation
     │       └── GitLocked          another process holds git's lock (the change is safe on disk)
     └── IndexError_                the derived index is unavailable (rebuild it with `vaultmem reindex`)
@@ -56,6 +57,10 @@ class CapReached(VaultmemError):
 
 class VaultError(VaultmemError):
     """The vault on disk cannot be used as it is."""
+
+
+class MalformedNote(VaultError):
+    """A note's frontmatter cannot be read; the file is reported and left untouched."""
 
 
 class GitError(VaultError):

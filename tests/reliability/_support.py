@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from layers import parts
 from mcp_harness import Lines
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.memory import Memory
 from vaultmem.notes.frontmatter import parse
-from vaultmem.runtime import Runtime
 from vaultmem.server.token import read_token
 from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.layout import VaultLayout
@@ -149,13 +150,13 @@ def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: l
     hashes: list[dict[str, str]] = []
     for state in (state_dir, fresh_state):
         settings = Settings.resolve(vault, state, durable=False)
-        with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
+        with Memory(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
             runtime.reconcile()  # starts folding rows the crashed runs left unindexed into FTS
-            runtime.index.wait_for_maintenance()
-            hashes.append(runtime.index.path_hashes())
+            parts(runtime).index.wait_for_maintenance()
+            hashes.append(parts(runtime).index.path_hashes())
             per_query = []
             for q in queries:
-                hits = runtime.index.search(q, k=500).hits
+                hits = parts(runtime).index.search(q, k=500).hits
                 top = hits[0].score if hits and hits[0].score > 0 else 1.0
                 clear = len(hits) == 1 or (len(hits) > 1 and hits[0].score > hits[1].score * 1.02)
                 relative = {h.record.id: h.score / top for h in hits}

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from _support import file_hashes, indexed_vs_fresh
 from conftest import snapshot
+from layers import parts
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 QUERIES = ["alpha topic", "alpha alpha alpha", "beta", "topic3", "deploy Tuesdays"]
 
@@ -71,19 +72,19 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_derived_state_is_rebuilt_from_the_vault(vault: Path, tmp_path: Path, damage: str) -> None:
     settings = Settings.resolve(vault, durable=False)
-    with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
+    with Memory(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
         for i in range(40):  # distinct term counts: a clear best hit for each query
             text = f"note {i}: " + "alpha " * (i + 1) + "beta " * (40 - i) + f"topic{i % 5}"
-            runtime.service.append(text, "reference")
-        runtime.service.append("We deploy on Tuesdays.", "decision")
+            runtime.append(text, "reference")
+        runtime.append("We deploy on Tuesdays.", "decision")
         runtime.reconcile()
     vault_before = snapshot(vault)
     DAMAGE[damage](vault)
-    with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
+    with Memory(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
         runtime.reconcile()
-        assert runtime.index.path_hashes() == file_hashes(vault)
+        assert parts(runtime).index.path_hashes() == file_hashes(vault)
         # After a silent rollback (the newest manifest lost) the re-added rows are outside the
         # full-text index: the reconcile starts the maintenance that folds them in.
-        runtime.index.wait_for_maintenance()
+        parts(runtime).index.wait_for_maintenance()
     indexed_vs_fresh(vault, vault / ".vaultmem", tmp_path / "fresh", QUERIES)
     assert snapshot(vault) == vault_before  # the vault is untouched

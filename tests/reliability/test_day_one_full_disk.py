@@ -34,18 +34,18 @@ class FullDisk:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.full = False
         self.refused = 0
-        real_add = lancedb.table.LanceTable.add
+        real_add = lancedb.table.AsyncTable.add
         real_merge = lancedb.merge.LanceMergeInsertBuilder.execute
 
-        def add(table: Any, *args: Any, **kwargs: Any) -> Any:
+        async def add(table: Any, *args: Any, **kwargs: Any) -> Any:
             self._check()
-            return real_add(table, *args, **kwargs)
+            return await real_add(table, *args, **kwargs)
 
         def merge(builder: Any, *args: Any, **kwargs: Any) -> Any:
             self._check()
             return real_merge(builder, *args, **kwargs)
 
-        monkeypatch.setattr(lancedb.table.LanceTable, "add", add)
+        monkeypatch.setattr(lancedb.table.AsyncTable, "add", add)
         monkeypatch.setattr(lancedb.merge.LanceMergeInsertBuilder, "execute", merge)
 
     def _check(self) -> None:

@@ -18,6 +18,7 @@ import pytest
 from _support import ServeProcess
 from conftest import git, hand_write
 from graph_wire import Wire
+from layers import parts
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
 
 from vaultmem.server.daemon import Daemon
@@ -44,8 +45,8 @@ def subjects(vault: Path, since: str) -> list[str]:
 def test_every_memory_store_commit_subject_names_its_note(daemon: Daemon) -> None:
     """Issue 13.4: the subjects of memory_store create/update/link named no note."""
     wire, vault = Wire(daemon), daemon.settings.vault
-    assert daemon.runtime is not None
-    commits = daemon.runtime.service.commits
+    assert daemon.memory is not None
+    commits = parts(daemon.memory).writer.commits
 
     def store(**arguments: Any) -> dict[str, Any]:
         answer = wire.store(**arguments)
@@ -96,8 +97,8 @@ def test_hand_edits_of_several_files_say_which_were_deleted(vault: Path, tmp_pat
     hand_write(vault, "memory/semantic/gone.md", NOTE, commit=True)
     # A quiet period long enough that the two changes below share a commit even on a loaded machine.
     with running_daemon(vault, tmp_path / "token", commit_quiet_period=1.5) as daemon:
-        runtime = daemon.runtime
-        assert runtime is not None and runtime.service.catalog.by_path("memory/semantic/gone.md")
+        runtime = daemon.memory
+        assert runtime is not None and parts(runtime).catalog.by_path("memory/semantic/gone.md")
         hand_write(vault, "memory/semantic/kept.md", NOTE.replace("Espresso", "Kept"))
         (vault / "memory/semantic/gone.md").unlink()
         wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")

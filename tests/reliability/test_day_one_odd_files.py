@@ -20,9 +20,10 @@ import pytest
 from _support import ServeProcess
 from conftest import git, hand_write
 from graph_wire import Wire
+from layers import watcher
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
 
-from vaultmem.notes.frontmatter import MalformedNote
+from vaultmem.errors import MalformedNote
 from vaultmem.server.daemon import Daemon
 from vaultmem.vault.catalog import read_note
 from vaultmem.vault.layout import VaultLayout
@@ -152,11 +153,11 @@ def test_a_pipe_appearing_while_the_daemon_runs_blocks_neither_the_rescan_nor_wr
     """Issue 13.2: at the next periodic rescan `memory_append` and health hung behind the pipe."""
     wire = Wire(daemon)
     vault = daemon.settings.vault
-    watcher = daemon.runtime.watcher if daemon.runtime else None
-    assert watcher is not None
+    watching = watcher(daemon.memory) if daemon.memory else None
+    assert watching is not None
     os.mkfifo(vault / "memory" / "semantic" / "pipe.md")
-    rescans = watcher.rescans
-    wait_for(lambda: watcher.rescans >= rescans + 2)  # two periodic rescans walked past the pipe
+    rescans = watching.rescans
+    wait_for(lambda: watching.rescans >= rescans + 2)  # two periodic rescans walked past the pipe
 
     async def session() -> None:
         with anyio.fail_after(20):  # a blocked read would hold the write lock: this would time out

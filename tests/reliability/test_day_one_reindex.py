@@ -110,7 +110,7 @@ def test_a_note_written_while_another_process_rebuilds_the_index_is_not_lost_fro
         script = (
             "import sys\n"
             "from vaultmem.config import Settings\n"
-            "from vaultmem.runtime import rebuild_index\n"
+            "from vaultmem.memory import Memory\n"
             "import vaultmem.index.location as location\n"
             "real = location.point_at\n"
             "def slow(state_dir, folder):\n"
@@ -118,7 +118,8 @@ def test_a_note_written_while_another_process_rebuilds_the_index_is_not_lost_fro
             "    sys.stdin.readline()\n"
             "    real(state_dir, folder)\n"
             "location.point_at = slow\n"
-            "rebuild_index(Settings.resolve(sys.argv[1]))\n"
+            "with Memory(Settings.resolve(sys.argv[1]), index=False, background_commits=False) as m:\n"
+            "    m.reindex(full=True)\n"
             "print('switched', flush=True)\n"
         )
         rebuild = subprocess.Popen(

@@ -22,12 +22,13 @@ import pytest
 from conftest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from layers import parts, sync_path
 from mcp import Client
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.mcp.tools import build_mcp_server
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 BUDGET_S = 0.1
 MEMORY_BUDGET = 64 * 1024 * 1024
@@ -64,9 +65,9 @@ HOSTILE_NAMES = [
 
 
 @pytest.fixture
-def runtime(vault: Path, tmp_path: Path) -> Iterator[Runtime]:
+def runtime(vault: Path, tmp_path: Path) -> Iterator[Memory]:
     settings = Settings.resolve(vault, tmp_path / "state", durable=False)
-    with Runtime(settings, embedder=FakeEmbedder()) as opened:
+    with Memory(settings, embedder=FakeEmbedder()) as opened:
         opened.reconcile()
         yield opened
 
@@ -104,7 +105,7 @@ def measured(fn: Any) -> tuple[Any, float, int]:
 
 
 def test_hostile_files_are_quarantined_quickly_and_left_untouched(
-    vault: Path, tmp_path: Path, runtime: Runtime
+    vault: Path, tmp_path: Path, runtime: Memory
 ) -> None:
     folder = vault / "memory" / "semantic"
     secret = tmp_path / "secret.md"
@@ -115,19 +116,19 @@ def test_hostile_files_are_quarantined_quickly_and_left_untouched(
     before, out_before = snapshot(vault), outside(tmp_path)
     slow = {}
     for rel in sorted(p.relative_to(vault).as_posix() for p in folder.iterdir()):
-        outcome, elapsed, peak = measured(lambda rel=rel: runtime.sync_path(rel))
+        outcome, elapsed, peak = measured(lambda rel=rel: sync_path(runtime, rel))
         assert peak < MEMORY_BUDGET, (rel, peak)
         if elapsed > BUDGET_S:
             slow[rel] = (outcome, round(elapsed, 3))
     assert slow == {}
     runtime.reconcile()  # and a full reconcile over them
-    problems = runtime.service.catalog.problems
+    problems = parts(runtime).catalog.problems
     for name in ("alias-bomb", "ten-mb-frontmatter", "yaml-list", "python-object", "ten-mb-body"):
         assert f"memory/semantic/{name}.md" in problems, name
     assert "memory/semantic/link-out.md" in problems
     assert snapshot(vault) == before and outside(tmp_path) == out_before
     assert not Path("/tmp/pwned").exists()
-    assert runtime.service.append("still serving", "reference")["deduplicated"] is False
+    assert runtime.append("still serving", "reference")["deduplicated"] is False
 
 
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -137,7 +138,7 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[b
 
 
 def test_hostile_arguments_through_mcp_are_refused_quickly(
-    vault: Path, tmp_path: Path, runtime: Runtime
+    vault: Path, tmp_path: Path, runtime: Memory
 ) -> None:
     server = build_mcp_server(runtime)
     calls: list[tuple[str, dict[str, Any]]] = []
@@ -241,7 +242,7 @@ def test_fuzzed_arguments_never_crash_a_tool_long(vault: Path, tmp_path: Path, t
 
 def fuzz(vault: Path, tmp_path: Path, tool: str, cases: int) -> None:
     settings_ = Settings.resolve(vault, tmp_path / "state", durable=False)
-    with Runtime(settings_, embedder=FakeEmbedder(), background_commits=False) as opened:
+    with Memory(settings_, embedder=FakeEmbedder(), background_commits=False) as opened:
         opened.reconcile()
         server = build_mcp_server(opened)
         out_before = outside(tmp_path)

@@ -24,14 +24,14 @@ import anyio
 import pytest
 from _support import temp_files
 from conftest import FakeClock, git, set_cap, snapshot
+from layers import parts, watcher
 from mcp import Client
 
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.mcp.tools import build_mcp_server
-from vaultmem.runtime import Runtime
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
 from vaultmem.vault import history
 
 ERRNOS = [errno.ENOSPC, errno.EIO, errno.EACCES]
@@ -102,9 +102,9 @@ def faults(monkeypatch: pytest.MonkeyPatch, vault: Path) -> Faults:
     return Faults(monkeypatch, vault)
 
 
-def durable_service(vault: Path, clock: FakeClock) -> VaultService:
+def durable_service(vault: Path, clock: FakeClock) -> Memory:
     """fsync on (the site under test); commits inline, so a git failure is seen at once."""
-    return VaultService(Settings.resolve(vault, durable=True), clock=clock, background_commits=False)
+    return Memory(Settings.resolve(vault, durable=True), clock=clock, index=False, background_commits=False)
 
 
 def unchanged(vault: Path, before: dict[str, bytes]) -> None:
@@ -167,7 +167,7 @@ def test_a_failed_commit_keeps_the_acknowledged_write_and_commits_it_later(
         with faults.at("commit", code):
             first = service.append("Backups run at 02:00.", "reference", idempotency_key="b1")
         assert faults.hits >= 1
-        assert service.get(first["id"]).body == "Backups run at 02:00.\n"
+        assert service.note(first["id"]).body == "Backups run at 02:00.\n"
         assert temp_files(vault) == []
         second = service.append("Restores are tested monthly.", "reference")  # git works again
         log = git(vault, "log", "--format=%B")
@@ -182,7 +182,7 @@ def test_a_fault_through_mcp_is_a_tool_error_and_the_server_keeps_serving(
     vault: Path, tmp_path: Path, faults: Faults
 ) -> None:
     settings = Settings.resolve(vault, tmp_path / "state", durable=True)
-    with Runtime(settings, embedder=FakeEmbedder()) as runtime:
+    with Memory(settings, embedder=FakeEmbedder()) as runtime:
         runtime.reconcile()
         server = build_mcp_server(runtime)
         before = snapshot(vault)
@@ -228,21 +228,22 @@ def test_a_read_only_vault_gives_a_clear_error_and_the_watcher_keeps_running(
     vault: Path, tmp_path: Path
 ) -> None:
     settings = Settings.resolve(vault, tmp_path / "state", durable=True, commit_quiet_period=0.2)
-    with Runtime(settings, embedder=FakeEmbedder()) as runtime:
+    with Memory(settings, embedder=FakeEmbedder()) as runtime:
         runtime.reconcile()
-        watcher = runtime.start_watching()
+        runtime.start_watching()
+        watching = watcher(runtime)
         before = snapshot(vault)
         with read_only(vault):
             with pytest.raises(VaultmemError, match="read-only file system"):
-                runtime.service.append("Written to a read-only vault.", "reference")
-            result = runtime.service.capture("captured on a read-only vault")
+                runtime.append("Written to a read-only vault.", "reference")
+            result = runtime.capture("captured on a read-only vault")
             assert result["success"] is False and "read-only" in result["error"]
         unchanged(vault, before)
-        assert watcher._thread is not None and watcher._thread.is_alive()
+        assert watching is not None and watching._thread is not None and watching._thread.is_alive()
         hand = vault / "memory" / "semantic" / "after-remount.md"
         hand.write_text("---\ntitle: After remount\n---\nThe vault is writable again.\n", encoding="utf-8")
-        wait(lambda: "memory/semantic/after-remount.md" in runtime.index.path_hashes())
-        assert runtime.service.append("Written after the remount.", "reference")["deduplicated"] is False
+        wait(lambda: "memory/semantic/after-remount.md" in parts(runtime).index.path_hashes())
+        assert runtime.append("Written after the remount.", "reference")["deduplicated"] is False
 
 
 def wait(predicate: Callable[[], bool], timeout: float = 15.0) -> None:

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 from _support import file_hashes, git
+from layers import parts
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 
 QUEUE_LIMIT = Path("/proc/sys/fs/inotify/max_queued_events")
 
@@ -32,9 +33,9 @@ def note(title: str, body: str) -> str:
     return f"---\ntitle: {title}\nkind: reference\n---\n{body}\n"
 
 
-def open_runtime(vault: Path, **overrides: object) -> Runtime:
+def open_runtime(vault: Path, **overrides: object) -> Memory:
     settings = Settings.resolve(vault, durable=False, commit_quiet_period=0.3, **overrides)
-    runtime = Runtime(settings, embedder=FakeEmbedder())
+    runtime = Memory(settings, embedder=FakeEmbedder())
     runtime.reconcile()
     return runtime
 
@@ -51,7 +52,7 @@ def test_a_thousand_changes_while_stopped_are_all_caught_at_start(vault: Path) -
     for n in range(300):
         (folder / f"old-{n}.md").write_text(note(f"old {n}", f"original text {n}"), encoding="utf-8")
     with open_runtime(vault) as runtime:
-        assert runtime.index.path_hashes() == file_hashes(vault)
+        assert parts(runtime).index.path_hashes() == file_hashes(vault)
     rng = random.Random(4)
     olds = [folder / f"old-{n}.md" for n in range(300)]
     rng.shuffle(olds)
@@ -77,7 +78,7 @@ def test_a_thousand_changes_while_stopped_are_all_caught_at_start(vault: Path) -
         ops["deleted"] += 1
     assert sum(ops.values()) == 1000
     with open_runtime(vault) as runtime:
-        assert runtime.index.path_hashes() == file_hashes(vault)
+        assert parts(runtime).index.path_hashes() == file_hashes(vault)
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
 
 
@@ -107,7 +108,7 @@ def test_a_real_event_queue_overflow_is_repaired_by_a_rescan(
                 (folder / f"burst-{n}.md").write_text(note(f"burst {n}", f"burst {n}"), encoding="utf-8")
             for n in range(0, 600, 3):
                 (folder / f"burst-{n}.md").unlink()
-            wait(lambda: runtime.index.path_hashes() == file_hashes(vault))
+            wait(lambda: parts(runtime).index.path_hashes() == file_hashes(vault))
         overflowed = any("overflow" in r.getMessage().lower() for r in caplog.records)
         print(f"overflow scenario: the kernel queue overflowed: {overflowed}")
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
@@ -120,14 +121,14 @@ def test_editor_save_patterns_index_once_and_leftovers_never(vault: Path) -> Non
         (folder / f"{name}.md").write_text(note(name, "before"), encoding="utf-8")
     with open_runtime(vault) as runtime:
         outcomes: Counter[tuple[str, str]] = Counter()
-        sync = runtime.sync_path
+        sync = runtime._keeper.sync_path  # type: ignore[union-attr]
 
         def counting(rel: str) -> str:
             outcome = sync(rel)
             outcomes[(rel, outcome)] += 1
             return outcome
 
-        runtime.sync_path = counting  # type: ignore[method-assign]
+        runtime._keeper.sync_path = counting  # type: ignore[method-assign, union-attr]
         runtime.start_watching()
         # Atomic rename (most editors, Obsidian): a hidden temp file renamed over the note.
         tmp = folder / ".atomic.md.tmp.1234"
@@ -148,12 +149,12 @@ def test_editor_save_patterns_index_once_and_leftovers_never(vault: Path) -> Non
             (folder / "burst.md").write_text(note("burst", f"after {n}"), encoding="utf-8")
         (folder / "backup.md.bak").write_text(note("bak", "x"), encoding="utf-8")
         (folder / "notes.md.orig").write_text(note("orig", "x"), encoding="utf-8")
-        wait(lambda: runtime.index.path_hashes() == file_hashes(vault))
+        wait(lambda: parts(runtime).index.path_hashes() == file_hashes(vault))
         wait(lambda: not any(f"semantic/{n}.md" in git(vault, "status", "--porcelain") for n in names))
         time.sleep(0.5)  # a late duplicate event would show up now
         for name in names:
             assert outcomes[(f"memory/semantic/{name}.md", "indexed")] == 1, outcomes
-        indexed = runtime.index.path_hashes()
+        indexed = parts(runtime).index.path_hashes()
     seen = {rel for rel, _ in outcomes}
     leftovers = (".vim.md.swp", "4913", "vim.md~", "backup.md.bak", "notes.md.orig", ".atomic.md.tmp")
     assert not any(any(x in rel for x in leftovers) for rel in seen | set(indexed))

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from conftest import OpenService, git, hand_write
+from layers import parts
 
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.history import GitRepo
@@ -21,8 +22,8 @@ def test_a_symlink_out_of_the_vault_is_reported_and_the_vault_still_opens(
     secret.write_text("---\ntitle: secret\n---\nnot the vault's\n", encoding="utf-8")
     os.symlink(secret, vault / "memory" / "semantic" / "link.md")
     service = open_service()  # used to raise InvalidInput from the catalog scan: no daemon start
-    assert "outside the vault" in service.catalog.problems["memory/semantic/link.md"]
-    assert service.catalog.by_path("memory/semantic/link.md") is None
+    assert "outside the vault" in parts(service).catalog.problems["memory/semantic/link.md"]
+    assert parts(service).catalog.by_path("memory/semantic/link.md") is None
     assert service.append("still writes", "reference")["deduplicated"] is False
 
 
@@ -103,7 +104,7 @@ def test_a_note_over_the_size_cap_is_reported_without_being_read(
 
     hand_write(vault, "memory/semantic/pasted-log.md", b"---\ntitle: log\n---\n" + b"x" * MAX_NOTE_BYTES)
     service = open_service()
-    assert "MiB" in service.catalog.problems["memory/semantic/pasted-log.md"]
+    assert "MiB" in parts(service).catalog.problems["memory/semantic/pasted-log.md"]
 
 
 def test_parsing_a_huge_note_does_not_split_its_whole_body_into_lines() -> None:
@@ -124,7 +125,7 @@ def test_a_query_longer_than_the_cap_is_refused() -> None:
     import pytest
 
     from vaultmem.errors import InvalidInput
-    from vaultmem.search import MAX_QUERY_CHARS, SearchRequest
+    from vaultmem.operations.search import MAX_QUERY_CHARS, SearchRequest
 
     with pytest.raises(InvalidInput, match="the most is"):
         SearchRequest(query="q " * MAX_QUERY_CHARS).validated()

@@ -16,23 +16,23 @@ from pathlib import Path
 
 import pytest
 from _support import file_hashes, git
+from layers import parts
 
 from vaultmem.config import Settings
-from vaultmem.doctor import diagnose
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.runtime import Runtime
-from vaultmem.service import VaultService
+from vaultmem.memory import Memory
+from vaultmem.operations.doctor import diagnose
 
-OpenRuntime = Callable[[], Runtime]
+OpenRuntime = Callable[[], Memory]
 
 
 @pytest.fixture
 def open_runtime(vault: Path) -> Iterator[OpenRuntime]:
-    opened: list[Runtime] = []
+    opened: list[Memory] = []
 
-    def _open() -> Runtime:
+    def _open() -> Memory:
         settings = Settings.resolve(vault, durable=False, commit_quiet_period=0.2)
-        runtime = Runtime(settings, embedder=FakeEmbedder())
+        runtime = Memory(settings, embedder=FakeEmbedder())
         runtime.reconcile()
         opened.append(runtime)
         return runtime
@@ -53,9 +53,9 @@ def test_conflict_copies_are_indexed_flagged_and_reported_never_merged(
     vault: Path, open_runtime: OpenRuntime
 ) -> None:
     runtime = open_runtime()
-    original = runtime.service.append("The VPN gateway is vpn2.", "reference", title="Vpn gateway")
-    path = vault / runtime.service.get(original["id"]).path
-    runtime.service.commits.flush()
+    original = runtime.append("The VPN gateway is vpn2.", "reference", title="Vpn gateway")
+    path = vault / runtime.note(original["id"]).path
+    runtime.flush()
     runtime.start_watching()
     dropbox = path.with_name("vpn-gateway (Ann's conflicted copy 2026-01-01).md")
     drive = path.with_name("vpn-gateway (1).md")
@@ -74,46 +74,48 @@ def test_conflict_copies_are_indexed_flagged_and_reported_never_merged(
     written = {p: p.read_bytes() for p in (path, dropbox, drive, lower, upper)}
 
     # Polling reads every note every 50 ms: reads must not postpone the indexing of a change.
-    wait(lambda: runtime.index.path_hashes() == file_hashes(vault))
-    rows = {r.path: r for r in runtime.index.iter_records()}
+    wait(lambda: parts(runtime).index.path_hashes() == file_hashes(vault))
+    rows = {r.path: r for r in parts(runtime).index.iter_records()}
     rel = path.relative_to(vault).as_posix()
     assert rows[rel].id == original["id"]  # the original keeps its id and its row
     for copy in (dropbox, drive):
         row = rows[copy.relative_to(vault).as_posix()]
         assert "conflict-copy" in row.tags and row.id != original["id"]
     assert "conflict-copy" not in rows[rel].tags
-    assert runtime.service.get(original["id"]).path == rel
+    assert runtime.note(original["id"]).path == rel
     # A write for the same content reinforces the original, never the copy.
-    again = runtime.service.append("The VPN gateway is vpn2.", "reference")
+    again = runtime.append("The VPN gateway is vpn2.", "reference")
     assert again == {"id": original["id"], "slug": "vpn-gateway", "deduplicated": True}
-    runtime.service.forget(original["id"])
-    wait(lambda: not any(".obsidian" in p or ".trash" in p for p in runtime.index.path_hashes()))
+    runtime.forget(original["id"])
+    wait(lambda: not any(".obsidian" in p or ".trash" in p for p in parts(runtime).index.path_hashes()))
     wait(lambda: git(vault, "status", "--porcelain", "--untracked-files=all").strip() == "")
 
-    report = diagnose(runtime.service.layout, runtime.service.catalog, runtime.index, runtime.service.repo)
+    report = diagnose(
+        parts(runtime).layout, parts(runtime).catalog, parts(runtime).index, parts(runtime).repo
+    )
     assert report.conflict_copies == sorted(p.relative_to(vault).as_posix() for p in (dropbox, drive))
     for p, data in written.items():
         if p != path:
             assert p.read_bytes() == data  # never merged, rewritten or deleted
     committed = git(vault, "log", "--name-only", "--format=")
     assert ".obsidian/workspace.json" not in committed and ".trash/" not in committed
-    assert not any(".trash" in p or ".obsidian" in p for p in runtime.index.path_hashes())
+    assert not any(".trash" in p or ".obsidian" in p for p in parts(runtime).index.path_hashes())
 
 
 def test_a_restart_with_conflict_copies_present_starts_and_indexes_them_apart(vault: Path) -> None:
     settings = Settings.resolve(vault, durable=False)
-    with VaultService(settings, background_commits=False) as service:
+    with Memory(settings, index=False, background_commits=False) as service:
         note = service.append("Coffee beans come from Square Mile.", "preference", title="Coffee beans")
-        path = vault / service.get(note["id"]).path
+        path = vault / service.note(note["id"]).path
     # A copy whose name sorts before the original's: it must not take the original's id.
     shutil.copy(path, path.with_name("coffee-beans (1).md"))
     shutil.copy(path, path.with_name("coffee-beans.sync-conflict-20260101-101010-ABCDEFG.md"))
-    with Runtime(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
+    with Memory(settings, embedder=FakeEmbedder(), background_commits=False) as runtime:
         runtime.reconcile()
-        assert runtime.index.path_hashes() == file_hashes(vault)
-        assert runtime.service.get(note["id"]).path == path.relative_to(vault).as_posix()
-        assert runtime.index.get(note["id"]).path == path.relative_to(vault).as_posix()  # type: ignore[union-attr]
-        assert runtime.service.forget(note["id"])["already_deleted"] is False
+        assert parts(runtime).index.path_hashes() == file_hashes(vault)
+        assert runtime.note(note["id"]).path == path.relative_to(vault).as_posix()
+        assert parts(runtime).index.get(note["id"]).path == path.relative_to(vault).as_posix()  # type: ignore[union-attr]
+        assert runtime.forget(note["id"])["already_deleted"] is False
     assert "coffee-beans (1).md" in git(vault, "ls-files")  # the restart committed it as a hand edit
     assert (path.with_name("coffee-beans (1).md")).read_bytes() != path.read_bytes()
 
@@ -130,7 +132,7 @@ def test_swap_and_backup_leftovers_are_never_committed_even_without_a_gitignore(
     (vault / ".trash" / "gone.md").write_text("---\ntitle: gone\n---\nx\n", encoding="utf-8")
     (folder / "real.md").write_text("---\ntitle: real\n---\nA real hand note.\n", encoding="utf-8")
     settings = Settings.resolve(vault, durable=False)
-    with VaultService(settings, background_commits=False):
+    with Memory(settings, index=False, background_commits=False):
         pass
     tracked = git(vault, "ls-files")
     assert "memory/semantic/real.md" in tracked

@@ -10,10 +10,10 @@ from typing import Any
 
 import jsonschema
 
-from vaultmem.errors import ContractError
+from vaultmem.errors import ContractError, MalformedNote
 from vaultmem.filing.secrets import SecretsMode
-from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.resources import contract_schema, shipped_contract
+from vaultmem.safe_yaml import load_yaml_mapping
 from vaultmem.vault.layout import IGNORED_DIRS
 
 #: Where a vault keeps its own copy of the contract (it wins over the shipped one).
@@ -120,6 +120,30 @@ def load_contract(vault_root: Path | None = None) -> Contract:
     except MalformedNote as exc:
         raise ContractError(f"the filing contract {path} is not valid YAML: {exc}") from exc
     return contract_from_data(data, path)
+
+
+class VaultContract:
+    """A vault's filing contract as it is now: re-read (and checked) when its file changes."""
+
+    def __init__(self, vault_root: Path, forbidden: list[Path]) -> None:
+        self.vault_root = vault_root
+        #: Where this vault keeps git and its state (either may be configured elsewhere): no class
+        #: directory may lead there.
+        self.forbidden = forbidden
+        self._loaded: tuple[tuple[str, int, int], Contract] | None = None
+
+    def current(self) -> Contract:
+        vault_copy = self.vault_root / VAULT_CONTRACT
+        try:
+            st = vault_copy.stat()
+            stamp = (str(vault_copy), st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = ("shipped", 0, 0)
+        if self._loaded is None or self._loaded[0] != stamp:
+            contract = load_contract(self.vault_root)
+            contract.check_directories(self.vault_root, self.forbidden)
+            self._loaded = (stamp, contract)
+        return self._loaded[1]
 
 
 def contract_from_data(data: dict[str, Any], path: Path) -> Contract:

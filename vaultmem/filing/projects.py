@@ -9,10 +9,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.errors import InvalidInput
+from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.filing.contract import Contract
-from vaultmem.notes.frontmatter import MalformedNote, load_yaml_mapping
 from vaultmem.notes.slugs import make_slug
+from vaultmem.safe_yaml import load_yaml_mapping
 from vaultmem.vault.reading import read_regular_text
 
 MAX_PROJECT_CHARS = 100

@@ -34,7 +34,7 @@ def check_content(content: object, contract: Contract) -> str:
     return content
 
 
-def check_title(title: str | None, contract: Contract) -> str | None:
+def check_title(title: object, contract: Contract) -> str | None:
     if title is None:
         return None
     if not isinstance(title, str):
@@ -51,7 +51,7 @@ def check_title(title: str | None, contract: Contract) -> str | None:
     return clean
 
 
-def check_tags(tags: Iterable[str] | None, contract: Contract) -> list[str]:
+def check_tags(tags: object, contract: Contract) -> list[str]:
     """Tags as Obsidian reads them: no spaces, no leading '#', no '..' or leading '/'.
 
     The count is checked before any tag is looked at, so an oversized list costs nothing (a list
@@ -59,7 +59,7 @@ def check_tags(tags: Iterable[str] | None, contract: Contract) -> list[str]:
     """
     if tags is None:
         return []
-    if isinstance(tags, str) or not isinstance(tags, Sized):
+    if isinstance(tags, str) or not isinstance(tags, Sized) or not isinstance(tags, Iterable):
         raise InvalidInput("tags must be a list of words, not one string")
     if len(tags) > contract.max_tags:
         raise InvalidInput(

@@ -42,9 +42,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
-from vaultmem.errors import InvalidInput, VaultError
+from vaultmem.errors import InvalidInput, MalformedNote, VaultError
 from vaultmem.filing._secret_rules import LINE_BREAK, secret_spans
-from vaultmem.notes.frontmatter import MalformedNote, parse
+from vaultmem.notes.frontmatter import parse
 
 SecretsMode = Literal["refuse", "redact"]
 MODES: tuple[str, ...] = get_args(SecretsMode)

@@ -25,7 +25,6 @@ RECORD_COLUMNS = (
     "created",
     "updated",
 )
-EDGE_COLUMNS = ("source_id", "type", "target_id", "edge_id", "created_at")
 
 
 def notes_schema(dim: int) -> pa.Schema:
@@ -48,11 +47,6 @@ def cache_schema() -> pa.Schema:
     )
 
 
-def edges_schema() -> pa.Schema:
-    """The ``edges`` table: one typed link per row."""
-    return pa.schema([pa.field(name, pa.string(), nullable=False) for name in EDGE_COLUMNS])
-
-
 def fts_config() -> FTS:
     """Options of the native BM25 index over ``search_text`` (see docs/benchmarks.md)."""
     return FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True)
@@ -62,12 +56,12 @@ def fts_config() -> FTS:
 FTS_INDEX = "search_text_idx"
 
 
-def create_note_indices(table: Any) -> None:
+async def create_note_indices(table: Any) -> None:
     """BM25 over ``search_text``; scalar indices that make id lookups and scoped prefilters cheap."""
-    table.create_index("search_text", config=fts_config(), name=FTS_INDEX)
-    table.create_index("id", config=BTree())
-    table.create_index("project", config=Bitmap())
-    table.create_index("status", config=Bitmap())
+    await table.create_index("search_text", config=fts_config(), name=FTS_INDEX)
+    await table.create_index("id", config=BTree())
+    await table.create_index("project", config=Bitmap())
+    await table.create_index("status", config=Bitmap())
 
 
 def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.float32]) -> dict[str, Any]:
@@ -97,10 +91,3 @@ def records_from_table(table: pa.Table) -> list[NoteRecord]:
         columns[name] = share(columns[name])
     columns["tags"] = [tuple(t or ()) for t in columns["tags"]]
     return [NoteRecord(*values) for values in zip(*(columns[name] for name in RECORD_COLUMNS), strict=True)]
-
-
-def record_from_row(row: dict[str, Any]) -> NoteRecord:
-    """A NoteRecord from a ``notes`` row (extra columns such as scores are ignored)."""
-    values = {name: row[name] for name in RECORD_COLUMNS}
-    values["tags"] = tuple(row["tags"] or ())
-    return NoteRecord(**values)

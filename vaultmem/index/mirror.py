@@ -53,8 +53,15 @@ class NoteMirror:
     """
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
-        self.dim = dim
         self._lock = threading.RLock()
+        self._status_codes = _Codes()
+        self._project_codes = _Codes()
+        self._kind_codes = _Codes()
+        self._strings: dict[str, str] = {}  # one shared str per repeated value (memory)
+        self._reset(dim, capacity)
+
+    def _reset(self, dim: int, capacity: int) -> None:
+        self.dim = dim
         self._n = 0
         self._ids: list[str] = []
         self._records: list[NoteRecord] = []
@@ -65,10 +72,6 @@ class NoteMirror:
         self._status = np.zeros(capacity, dtype=np.int32)
         self._project = np.zeros(capacity, dtype=np.int32)
         self._kind = np.zeros(capacity, dtype=np.int32)
-        self._status_codes = _Codes()
-        self._project_codes = _Codes()
-        self._kind_codes = _Codes()
-        self._strings: dict[str, str] = {}  # one shared str per repeated value (memory)
 
     # ----------------------------------------------------------------- writes
 
@@ -118,14 +121,12 @@ class NoteMirror:
                 self._records.pop()
                 self._n = last
 
-    def clear(self) -> None:
-        """Forget every note."""
+    def replace(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
+        """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
+        old set or the new one, never half of each. The vector width may change."""
         with self._lock:
-            self._n = 0
-            self._ids.clear()
-            self._records.clear()
-            self._row.clear()
-            self._by_path.clear()
+            self._reset(vectors.shape[1] if vectors.ndim == 2 else self.dim, len(records))
+            self.put(records, vectors)
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)

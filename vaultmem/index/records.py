@@ -14,7 +14,6 @@ from vaultmem.errors import InvalidInput
 
 __all__ = [
     "DEFAULT_STATUSES",
-    "EdgeRecord",
     "NoteRecord",
     "SearchFilters",
     "SearchHit",
@@ -45,17 +44,6 @@ class NoteRecord:
     content_hash: str
     created: str
     updated: str
-
-
-@dataclass(frozen=True)
-class EdgeRecord:
-    """A typed link from one note to another (derived from the source note's frontmatter)."""
-
-    source_id: str
-    type: str
-    target_id: str
-    edge_id: str
-    created_at: str
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@ The BM25 leg is LanceDB's native full-text search over ``search_text`` with the 
 query is embedded. The vector leg, the context step's neighbour cosines and the records of the
 hits come from the index's in-memory :class:`~vaultmem.index.mirror.NoteMirror`, with the same
 filters applied on its columns, so a scoped search ranks only rows inside the scope.
+
+The searcher is given what it reads (the mirror, the timeline, the embedder, the notes table's
+current handle) and two questions it asks the index first: wait for the writes queued before this
+read, and whether the stored vectors belong to another model.
 """
 
 from __future__ import annotations
@@ -12,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.index.embedder import Embedder
 from vaultmem.index.fusion import (
     FusionConfig,
     RelevanceCalibration,
@@ -29,10 +34,9 @@ from vaultmem.index.fusion import (
     fuse,
     propagate_context,
 )
+from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult
-
-if TYPE_CHECKING:
-    from vaultmem.index.store import NoteIndex
+from vaultmem.index.timeline import Timeline
 
 __all__ = ["HybridSearcher", "LegHit", "run_async"]
 
@@ -60,10 +64,26 @@ class LegHit:
 
 
 class HybridSearcher:
-    """Runs the BM25 and vector legs of a :class:`NoteIndex` and fuses them."""
+    """Runs the BM25 and vector legs over one index's notes and fuses them."""
 
-    def __init__(self, index: NoteIndex, *, fusion: FusionConfig, calibration: RelevanceCalibration) -> None:
-        self._index = index
+    def __init__(
+        self,
+        *,
+        mirror: NoteMirror,
+        timeline: Timeline,
+        embedder: Embedder,
+        table: Callable[[], Any],
+        ready: Callable[[], None],
+        stale: Callable[[], bool],
+        fusion: FusionConfig,
+        calibration: RelevanceCalibration,
+    ) -> None:
+        self.mirror = mirror
+        self.timeline = timeline
+        self.embedder = embedder
+        self._table = table  # LanceDB's asynchronous handle of the notes table, as it is now
+        self._ready = ready  # waits for the writes queued before the read
+        self._stale = stale  # the stored vectors belong to another embedding model
         self.fusion = fusion
         self.calibration = calibration
         self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
@@ -73,7 +93,7 @@ class HybridSearcher:
 
     def _bm25_start(self, query: str, filters: SearchFilters, n: int) -> Future[Any]:
         where = filters.to_sql()
-        q = self._index.async_notes_table.query().nearest_to_text(query, columns="search_text")
+        q = self._table().query().nearest_to_text(query, columns="search_text")
         if where:
             q = q.where(where)
         return submit_async(q.select(["id", "_score"]).limit(n).to_arrow())
@@ -86,7 +106,7 @@ class HybridSearcher:
             raise IndexError_(f"the full-text search failed: {exc}; try `vaultmem reindex`") from exc
         ids = rows["id"].to_pylist()
         scores = rows["_score"].to_pylist()
-        inside = self._index.mirror.in_scope(ids, filters)
+        inside = self.mirror.in_scope(ids, filters)
         seen: set[str] = set()
         out: list[tuple[str, float]] = []
         for note_id, score in zip(ids, scores, strict=True):
@@ -97,7 +117,7 @@ class HybridSearcher:
 
     def bm25_candidates(self, query: str, filters: SearchFilters, n: int) -> list[LegHit]:
         """Top ``n`` notes by LanceDB's native BM25 over ``search_text``, inside ``filters``."""
-        self._index.wait_for_writes()
+        self._ready()
         ranked = self._bm25_finish(self._bm25_start(query, filters, n), filters)
         return self._leg_hits(ranked)
 
@@ -108,7 +128,7 @@ class HybridSearcher:
             if cached is not None:
                 self._query_vectors.move_to_end(query)
                 return cached
-        vector: npt.NDArray[np.float32] = self._index.embedder.embed([query])[0]
+        vector: npt.NDArray[np.float32] = self.embedder.embed([query])[0]
         with self._query_lock:
             self._query_vectors[query] = vector
             while len(self._query_vectors) > QUERY_CACHE_SIZE:
@@ -119,11 +139,11 @@ class HybridSearcher:
         self, vector: npt.NDArray[np.float32], filters: SearchFilters, n: int
     ) -> list[LegHit]:
         """Top ``n`` notes by cosine similarity to ``vector``, inside ``filters``."""
-        self._index.wait_for_writes()
-        return self._leg_hits(self._index.mirror.nearest(vector, filters, n))
+        self._ready()
+        return self._leg_hits(self.mirror.nearest(vector, filters, n))
 
     def _leg_hits(self, ranked: list[tuple[str, float]]) -> list[LegHit]:
-        records = self._index.mirror.get_many(i for i, _ in ranked)
+        records = self.mirror.get_many(i for i, _ in ranked)
         return [LegHit(records[i], s) for i, s in ranked if i in records]
 
     # ----------------------------------------------------------------- public searches
@@ -145,7 +165,7 @@ class HybridSearcher:
             vector = self.embed_query(query)
         else:
             vector = np.asarray(query, dtype=np.float32)
-        if self._index.needs_rebuild():
+        if self._stale():
             raise IndexError_("the stored vectors belong to another embedding model; run `vaultmem reindex`")
         hits = self.vector_candidates(vector, filters, k)
         return SearchResult(
@@ -176,15 +196,15 @@ class HybridSearcher:
         _check(query, k)
         gate = self.calibration.min_relevance if min_relevance is None else min_relevance
         pool = max(self.fusion.pool, k)
-        self._index.wait_for_writes()
-        mirror = self._index.mirror
+        self._ready()
+        mirror = self.mirror
         bm25_future = self._bm25_start(query, filters, pool)
         warnings: list[str] = []
         vector_ranked: list[tuple[str, float]] = []
         query_vector: npt.NDArray[np.float32] | None = None
         degraded = False
         try:
-            if self._index.needs_rebuild():
+            if self._stale():
                 raise IndexError_(
                     "the stored vectors belong to another embedding model; run `vaultmem reindex`"
                 )
@@ -201,7 +221,7 @@ class HybridSearcher:
             if extra:
                 fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=extra)
             window = self.fusion.context_window_s
-            adjacency = {f.id: self._index.timeline.neighbours(f.id, window) for f in fused}
+            adjacency = {f.id: self.timeline.neighbours(f.id, window) for f in fused}
             fused = propagate_context(fused, adjacency, self.fusion.context_weight)
         records = mirror.get_many(f.id for f in fused)
         fused = [f for f in fused if f.id in records]
@@ -249,12 +269,12 @@ class HybridSearcher:
         wanted = {
             n
             for f in fused[: self.fusion.context_expand]
-            for n in self._index.timeline.neighbours(f.id, window)
+            for n in self.timeline.neighbours(f.id, window)
             if n not in candidates
         }
         if not wanted or query_vector is None:
             return {}
-        return self._index.mirror.similarities(sorted(wanted), query_vector, filters)
+        return self.mirror.similarities(sorted(wanted), query_vector, filters)
 
 
 def _check(query: str, k: int) -> None:

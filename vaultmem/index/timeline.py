@@ -50,6 +50,20 @@ class Timeline:
         for note_id, project, created in items:
             self.add(note_id, project, created)
 
+    def replace(self, items: Iterable[tuple[str, str | None, str]]) -> None:
+        """Hold exactly these notes (a reload of the index), swapped in at once."""
+        by_project: dict[str, list[tuple[float, str]]] = {}
+        where: dict[str, tuple[str, float]] = {}
+        for note_id, project, created in items:
+            stamp = parse_timestamp(created)
+            if stamp is not None:
+                by_project.setdefault(project or "", []).append((stamp, note_id))
+                where[note_id] = (project or "", stamp)
+        for entries in by_project.values():
+            entries.sort()
+        with self._lock:
+            self._by_project, self._where = by_project, where
+
     def remove(self, note_id: str) -> None:
         """Forget a note."""
         with self._lock:

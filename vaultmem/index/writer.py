@@ -19,9 +19,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vaultmem.index.records import EdgeRecord, NoteRecord
+from vaultmem.index.records import NoteRecord
 
-__all__ = ["DeleteNotes", "ReplaceEdges", "UpsertNotes", "WriteOp", "WriteQueue"]
+__all__ = ["DeleteNotes", "UpsertNotes", "WriteOp", "WriteQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +36,7 @@ class DeleteNotes:
     ids: Sequence[str]
 
 
-@dataclass(frozen=True)
-class ReplaceEdges:
-    source_id: str
-    edges: Sequence[EdgeRecord]
-
-
-WriteOp = UpsertNotes | DeleteNotes | ReplaceEdges
+WriteOp = UpsertNotes | DeleteNotes
 
 
 def _weight(op: WriteOp) -> int:

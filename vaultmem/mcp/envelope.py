@@ -1,4 +1,4 @@
-"""The response envelope and the wire envelope of the graph tools.
+"""The response envelope and the wire envelope of the graph tools, and how thoughts are shaped.
 
 Response envelope: ``{items, meta}`` for a collection, ``{item, meta}`` for one object, where
 ``meta`` always carries ``action``, ``scope``, ``counts`` (``total``, ``returned``,
@@ -16,20 +16,18 @@ status code (400 bad request, 404 not found, 409 conflict, 429 daily cap, 503 tr
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
-from typing_extensions import TypedDict
 
 from vaultmem.errors import CapReached, Conflict, GitError, IndexError_, InvalidInput, NotFound, VaultmemError
-from vaultmem.graph.answer import Answer, WithColumns
-from vaultmem.graph.thoughts import THOUGHT_COLUMNS, Shaping, Thought, shape
-from vaultmem.runtime import Runtime
+from vaultmem.limits import THOUGHT_COLUMNS
+from vaultmem.memory import Answer, Json, Payload, Thought, WithColumns
 
-NO_CWD_WARNING = "no cwd — the answer spans every project"
-RESOLVE_HINT = "(check it with memory_manage action=resolve)"
+#: The compact form of a thought (the graph document's five keys).
+COMPACT_FIELDS = ("id", "content", "status", "tags", "project")
 _STATUS_CODES: tuple[tuple[type[VaultmemError], int], ...] = (
     (Conflict, 409),
     (NotFound, 404),
@@ -38,12 +36,6 @@ _STATUS_CODES: tuple[tuple[type[VaultmemError], int], ...] = (
     (IndexError_, 503),
     (GitError, 503),
 )
-
-
-class ToolOutput(TypedDict):
-    """What every graph tool declares as its output: the payload under ``result``."""
-
-    result: dict[str, Any]
 
 
 # -- the wire ---------------------------------------------------------------------------------------
@@ -72,40 +64,43 @@ def failure(exc: VaultmemError) -> CallToolResult:
     return CallToolResult(content=content, structured_content={"result": {"error": error}}, is_error=True)
 
 
-# -- scope --------------------------------------------------------------------------------------------
-@dataclass
-class Scope:
-    """What ``cwd`` resolved to: ``payload`` is ``meta.scope``; ``project`` the name to filter on."""
-
-    payload: dict[str, Any] | None = None
-    project: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    given: bool = False
-
-
-def resolve_scope(runtime: Runtime, cwd: str | None, *, reader: bool) -> Scope:
-    """Resolve ``cwd`` to a project. A reader without one answers across every project and says so;
-    a path that names no registered project answers globally (``global: true``) with a warning."""
-    if cwd is None or not cwd.strip():
-        return Scope(warnings=[NO_CWD_WARNING] if reader else [])
-    service = runtime.service
-    project = service.projects.for_cwd(service.contract(), cwd)
-    if project is None:
-        tail = "the answer spans every project" if reader else "the thought is stored without a project"
-        return Scope(
-            payload={"project": None, "project_name": None, "global": True},
-            warnings=[f'cwd "{cwd}" matches no known project {RESOLVE_HINT} — {tail}'],
-            given=True,
-        )
-    return Scope(
-        payload={"project": project.id, "project_name": project.name, "global": False},
-        project=project.name,
-        given=True,
+def raw_text(text: str, payload: dict[str, Any]) -> CallToolResult:
+    """A raw-text answer: ``content[0].text`` is ``text`` verbatim, the payload is structured."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content={"result": payload}
     )
 
 
 # -- shaping ------------------------------------------------------------------------------------------
-def render(value: Any, shaping: Shaping) -> Any:
+@dataclass(frozen=True)
+class Shaping:
+    """The output controls of a read: ``compact``, ``fields`` (which win) and ``include_url_links``."""
+
+    compact: bool = False
+    fields: tuple[str, ...] | None = None
+    include_url_links: bool = False
+
+
+#: Every column of every thought (the write actions' answers).
+FULL = Shaping()
+
+
+def shape(thought: Thought, shaping: Shaping) -> dict[str, Any]:
+    """The thought as a caller asked for it. ``url_links`` is attached after the field selection,
+    so ``fields: ["id"]`` with ``include_url_links: true`` answers ``{id, url_links}``."""
+    columns = thought.columns()
+    if shaping.fields is not None:
+        out = {f: columns[f] for f in shaping.fields if f in columns}
+    elif shaping.compact:
+        out = {f: columns[f] for f in COMPACT_FIELDS}
+    else:
+        out = dict(columns)
+    if shaping.include_url_links:
+        out["url_links"] = [{"text": t, "url": u, "label": label} for t, u, label in thought.url_links]
+    return out
+
+
+def render(value: Payload, shaping: Shaping) -> Any:
     """Shape every thought inside ``value`` with one rule, however deeply it is nested."""
     if isinstance(value, Thought):
         return shape(value, shaping)
@@ -118,10 +113,11 @@ def render(value: Any, shaping: Shaping) -> Any:
     return value
 
 
-def envelope(answer: Answer, scope: Scope, shaping: Shaping) -> dict[str, Any]:
+def envelope(answer: Answer, shaping: Shaping = FULL) -> dict[str, Any]:
+    scope = answer.scope
     meta: dict[str, Any] = {
         "action": answer.action,
-        "scope": scope.payload,
+        "scope": render(scope.payload, shaping),
         "counts": dict(answer.counts),
         "degraded": bool(answer.degraded),
         "warnings": [*scope.warnings, *answer.warnings],
@@ -129,14 +125,18 @@ def envelope(answer: Answer, scope: Scope, shaping: Shaping) -> dict[str, Any]:
     if answer.reason is not None:
         meta["reason"] = answer.reason
     if answer.preview is not None:
-        meta["preview"] = answer.preview
+        meta["preview"] = render(answer.preview, shaping)
     if answer.collection:
         return {"items": render(answer.items, shaping), **render(answer.beside, shaping), "meta": meta}
     return {"item": render(answer.item, shaping), "meta": meta}
 
 
 def shaping_for(
-    compact: bool | None, fields: list[str] | None, include_url_links: bool | None, *, compact_default: bool
+    compact: bool | None,
+    fields: Sequence[str] | None,
+    include_url_links: bool | None,
+    *,
+    compact_default: bool,
 ) -> Shaping:
     # The known columns asked for, each once: shaping a page of thoughts then costs the same
     # however long (or repetitive) the list a caller sent.
@@ -149,7 +149,7 @@ def shaping_for(
 
 
 # -- retired inputs ---------------------------------------------------------------------------------
-def reject_retired(given: Mapping[str, object], replacements: Mapping[str, str | None]) -> None:
+def reject_retired(given: Mapping[str, Json], replacements: Mapping[str, str | None]) -> None:
     """Refuse a retired argument with the migration message naming what replaced it."""
     for name, replacement in replacements.items():
         if given.get(name) is not None:

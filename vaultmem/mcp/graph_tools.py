@@ -1,4 +1,4 @@
-"""The graph tools ``memory_recall`` and ``memory_store``: parse the arguments, call the graph layer,
+"""The graph tools ``memory_recall`` and ``memory_store``: parse the arguments, call the facade,
 answer in the response envelope (``{items|item, meta}``) inside the wire envelope (``{result}``).
 
 Each tool multiplexes several actions behind ``action``. Output controls (``compact``, ``fields``,
@@ -10,40 +10,16 @@ as tombstones and are refused with the migration message naming their replacemen
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult
 from pydantic import Field
 
 from vaultmem.errors import InvalidInput, VaultmemError
-from vaultmem.graph.answer import Answer
-from vaultmem.graph.links import EDGE_TYPES
-from vaultmem.graph.recall import MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, SearchSpec
-from vaultmem.graph.service import MAX_BULK, MAX_LINKS, MAX_UNLINKS, NewThought
-from vaultmem.graph.thoughts import status_filter
-from vaultmem.mcp.envelope import (
-    ToolOutput,
-    envelope,
-    failure,
-    reject_retired,
-    resolve_scope,
-    shaping_for,
-    success,
-)
-from vaultmem.runtime import Runtime
+from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
+from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
+from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
+from vaultmem.mcp.params import describe as _d
+from vaultmem.memory import Memory, NewThought, SearchSpec
 
 GRAPH_TOOL_NAMES = ("memory_recall", "memory_store")
-EdgeType = Literal[
-    "related",
-    "parent",
-    "develops",
-    "replaces",
-    "cluster",
-    "references",
-    "depends_on",
-    "contradicts",
-    "supports",
-]
-assert set(EdgeType.__args__) == set(EDGE_TYPES)  # type: ignore[attr-defined]
-Output = Annotated[CallToolResult, ToolOutput]
 RECALL_RETIRED = {"top_k": "limit", "cluster": "is_cluster", "mode": "hybrid", "project_id": "cwd"}
 STORE_RETIRED: dict[str, str | None] = {"is_profile": None, "project_id": "cwd"}
 DEFAULT_SEARCH_LIMIT = 10
@@ -52,15 +28,7 @@ DEFAULT_CHAIN_DEGREE = 3
 DEFAULT_CONTEXT_DEGREE = 1
 
 
-def _d(text: str) -> Any:
-    return Field(description=text)
-
-
-def _tombstone(replacement: str) -> Any:
-    return Field(description=f"Retired: {replacement}. Any value is refused with a migration message.")
-
-
-def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
+def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
     """Add ``memory_recall`` and ``memory_store`` to ``server``."""
 
     @server.tool(name="memory_recall")
@@ -91,7 +59,7 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             bool, _d("search: true (default) fuses vector and BM25 ranking; false = vector leg only.")
         ] = True,
         status: Annotated[
-            Literal["draft", "active", "archived", "all"] | None,
+            StatusFilter | None,
             _d("Only thoughts with this status. Default: active for search/clusters/context, all for list."),
         ] = None,
         tag: Annotated[str | None, _d("Only thoughts carrying this tag.")] = None,
@@ -160,10 +128,10 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         include_url_links: Annotated[
             bool, _d("Attach url_links [{text, url, label}] to every thought of the answer.")
         ] = False,
-        top_k: Annotated[Any, _tombstone("use limit")] = None,
-        cluster: Annotated[Any, _tombstone("use is_cluster")] = None,
-        mode: Annotated[Any, _tombstone("use hybrid")] = None,
-        project_id: Annotated[Any, _tombstone("use cwd")] = None,
+        top_k: Annotated[Any, tombstone("use limit")] = None,
+        cluster: Annotated[Any, tombstone("use is_cluster")] = None,
+        mode: Annotated[Any, tombstone("use hybrid")] = None,
+        project_id: Annotated[Any, tombstone("use cwd")] = None,
     ) -> Output:
         """Find and read thoughts (memory notes) in the vault; answers {items, meta} or {item, meta}.
 
@@ -182,61 +150,38 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 {"top_k": top_k, "cluster": cluster, "mode": mode, "project_id": project_id}, RECALL_RETIRED
             )
             shaping = shaping_for(compact, fields, include_url_links, compact_default=True)
-            scoped = action in ("search", "clusters", "list") or (action == "context" and thought_id is None)
-            scope = (
-                resolve_scope(runtime, cwd, reader=True)
-                if scoped
-                else resolve_scope(runtime, None, reader=False)
-            )
-            recall = runtime.recall
-            if action in ("search", "clusters", "context") and not (action == "context" and thought_id):
-                if action == "clusters" and is_cluster is False:
-                    raise InvalidInput(
-                        "clusters searches cluster thoughts only; is_cluster: false contradicts it"
-                    )
+            if action in ("search", "clusters", "context"):
                 spec = SearchSpec(
                     query=query or "",
-                    statuses=status_filter(status, "active"),
-                    project=scope.project,
+                    statuses=frozenset(),  # set below, from status
                     tag=tag,
-                    is_cluster=True if action == "clusters" else is_cluster,
+                    is_cluster=is_cluster,
                     min_importance=min_importance,
-                    limit=DEFAULT_SEARCH_LIMIT if limit is None or action == "context" else limit,
+                    limit=DEFAULT_SEARCH_LIMIT if limit is None else limit,
                     hybrid=hybrid,
-                    # context asks for the single best match: the gate stays off there.
-                    min_relevance=0.0 if action == "context" else min_relevance,
+                    min_relevance=min_relevance,
                     recency_weight=recency_weight,
                     recency_half_life_days=recency_half_life_days,
                     supersession_mode=supersession_mode,
                     contradiction_mode=contradiction_mode,
                     group_by_cluster=group_by_cluster,
                     verbose=compact is False,
-                )
-                if action == "context":
-                    if not query:
-                        raise InvalidInput(
-                            "context needs a query (best match + its neighbourhood) or a thought_id"
-                        )
-                    answer = recall.context(spec, None, max_degree or DEFAULT_CONTEXT_DEGREE)
-                else:
-                    answer = recall.search(spec, action)
+                ).with_status(status)
+            if action == "search":
+                answer = memory.recall_search(spec, cwd)
+            elif action == "clusters":
+                answer = memory.recall_clusters(spec, cwd)
             elif action == "context":
-                answer = recall.context(None, thought_id, max_degree or DEFAULT_CONTEXT_DEGREE)
+                degree = max_degree or DEFAULT_CONTEXT_DEGREE
+                answer = memory.recall_context(None if thought_id else spec, thought_id, degree, cwd)
             elif action == "get":
-                answer = recall.get(thought_id, include_edges)
+                answer = memory.recall_get(thought_id, include_edges)
             elif action == "chain":
-                answer = recall.chain(thought_id, max_degree or DEFAULT_CHAIN_DEGREE)
+                answer = memory.recall_chain(thought_id, max_degree or DEFAULT_CHAIN_DEGREE)
             else:
-                answer = recall.list(
-                    status_filter(status, "all"),
-                    scope.project,
-                    tag,
-                    is_cluster,
-                    DEFAULT_LIST_LIMIT if limit is None else limit,
-                    offset,
-                )
-            runtime.upkeep.count_recall(answer)  # primers: thoughts recalled again and again are promoted
-            return success(envelope(answer, scope, shaping))
+                limit = DEFAULT_LIST_LIMIT if limit is None else limit
+                answer = memory.recall_list(status, cwd, tag, is_cluster, limit, offset)
+            return success(envelope(answer, shaping))
         except VaultmemError as exc:
             return failure(exc)
 
@@ -312,8 +257,8 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 "already written under it (matched by key and position) are answered, not written again."
             ),
         ] = None,
-        is_profile: Annotated[Any, _tombstone("no replacement")] = None,
-        project_id: Annotated[Any, _tombstone("use cwd")] = None,
+        is_profile: Annotated[Any, tombstone("no replacement")] = None,
+        project_id: Annotated[Any, tombstone("use cwd")] = None,
     ) -> Output:
         """Write thoughts (memory notes) and the typed links between them; answers {item|items, meta}.
 
@@ -327,59 +272,43 @@ def register_graph_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         """
         try:
             reject_retired({"is_profile": is_profile, "project_id": project_id}, STORE_RETIRED)
-            store = runtime.store
-            full = shaping_for(False, None, False, compact_default=False)
             if idempotency_key is not None and action != "bulk_create":
                 raise InvalidInput("idempotency_key applies to action=bulk_create only")
-            if action in ("create", "bulk_create", "update"):
-                scope = resolve_scope(runtime, cwd, reader=False)
-                if action == "create":
-                    spec = NewThought(
-                        content,
-                        tags,
-                        status,
-                        is_protected,
-                        is_global,
-                        is_cluster,
-                        parent_id,
-                        url_links,
-                        kind,
-                        title,
-                    )
-                    thought = store.create(spec, scope.project)
-                    return success(envelope(Answer.one("create", thought), scope, full))
-                if action == "bulk_create":
-                    answer = store.bulk_create(thoughts, scope.project, idempotency_key)
-                    return success(envelope(answer, scope, full))
-                thought = store.update(
-                    thought_id,
-                    content=content,
-                    tags=tags,
-                    tags_mode=tags_mode,
-                    status=status,
-                    project=scope.project,
-                    set_project=scope.project is not None,
-                    is_protected=is_protected,
-                    is_global=is_global,
-                    surface_after=surface_after,
+            if action == "create":
+                spec = NewThought(
+                    content,
+                    tags,
+                    status,
+                    is_protected,
+                    is_global,
+                    is_cluster,
+                    parent_id,
+                    url_links,
+                    kind,
+                    title,
                 )
-                return success(envelope(Answer.one("update", thought), scope, full))
-            scope = resolve_scope(runtime, None, reader=False)
-            if action == "link":
+                answer = memory.create_thought(spec, cwd)
+            elif action == "bulk_create":
+                answer = memory.bulk_create(thoughts, cwd, idempotency_key)
+            elif action == "update":
+                answer = memory.update_thought(
+                    thought_id, content=content, tags=tags, tags_mode=tags_mode, status=status, cwd=cwd,
+                    is_protected=is_protected, is_global=is_global, surface_after=surface_after,
+                )  # fmt: skip
+            elif action == "link":
                 if thought_id is not None:
                     raise InvalidInput("thought_id was removed for action=link; use source_id")
-                edge = store.link(source_id, target_id, edge_type)
-                return success(envelope(Answer.one("link", edge.to_dict()), scope, full))
-            if action == "link_batch":
-                answer = store.link_batch(links)
+                answer = memory.link(source_id, target_id, edge_type)
+            elif action == "link_batch":
+                answer = memory.link_batch(links)
             elif action == "unlink":
-                answer = store.unlink(edge_id, confirm, preview_token)
+                answer = memory.unlink(edge_id, confirm, preview_token)
             elif action == "unlink_batch":
-                answer = store.unlink_batch(edge_ids, confirm)
+                answer = memory.unlink_batch(edge_ids, confirm)
             elif action == "retype":
-                answer = store.retype(edge_id, new_type, confirm, preview_token)
+                answer = memory.retype(edge_id, new_type, confirm, preview_token)
             else:
                 raise InvalidInput(f"unknown action {action!r}")
-            return success(envelope(answer, scope, full))
+            return success(envelope(answer, FULL))
         except VaultmemError as exc:
             return failure(exc)

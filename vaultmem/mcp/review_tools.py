@@ -1,7 +1,6 @@
-"""The graph tools ``edge_review``, ``retention_review`` and ``memory_crystallize``, and the
-``propose`` action of ``memory_status``: parse the arguments, call the graph layer
-(:class:`vaultmem.graph.review.Review`), answer in the same response and wire envelopes as the other
-graph tools (:mod:`vaultmem.mcp.envelope`)."""
+"""The graph tools ``edge_review``, ``retention_review`` and ``memory_crystallize``: parse the
+arguments, call :class:`vaultmem.memory.Memory`, answer in the same response and wire envelopes as
+the other graph tools (:mod:`vaultmem.mcp.envelope`)."""
 
 # No `from __future__ import annotations`: the SDK reads these signatures.
 from typing import Annotated, Any, Literal
@@ -9,87 +8,28 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 
 from vaultmem.errors import VaultmemError
-from vaultmem.graph.answer import Answer
-from vaultmem.graph.crystallize import DEFAULT_GRAPH_LIMIT, MAX_GRAPH_LIMIT, MAX_MEMBERS
-from vaultmem.graph.edge_review import DEFAULT_MAX_PROPOSALS, MAX_BATCH, MAX_LIST_LIMIT, MAX_PROPOSALS
-from vaultmem.graph.placement import propose
-from vaultmem.graph.retention import MAX_LIMIT, MAX_SOURCES
-from vaultmem.graph.review import Review
-from vaultmem.graph.thoughts import Shaping, status_filter
-from vaultmem.mcp.envelope import (
-    NO_CWD_WARNING,
-    RESOLVE_HINT,
-    Scope,
-    envelope,
-    failure,
-    reject_retired,
-    resolve_scope,
-    shaping_for,
-    success,
+from vaultmem.limits import (
+    DEFAULT_GRAPH_LIMIT,
+    DEFAULT_MAX_PROPOSALS,
+    MAX_GRAPH_LIMIT,
+    MAX_MEMBERS,
+    MAX_PROPOSAL_BATCH,
+    MAX_PROPOSALS,
+    MAX_QUEUE_LIMIT,
+    MAX_RETENTION_LIMIT,
+    MAX_SOURCES,
 )
-from vaultmem.mcp.graph_tools import Output, _d, _tombstone
-from vaultmem.runtime import Runtime
+from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
+from vaultmem.mcp.params import DeleteToken, Output, PreviewToken, StatusFilter, tombstone
+from vaultmem.mcp.params import describe as _d
+from vaultmem.memory import Memory
 
-#: Every column of every thought (the write actions' answers).
-FULL = Shaping()
 REVIEW_TOOL_NAMES = ("edge_review", "retention_review", "memory_crystallize")
-PINNED_TO_THOUGHT = "the plan is restricted to the project the addressed thought (thought_id) belongs to"
-PINNED_TO_DEFAULT = "the plan is restricted to the default project (draft content)"
 REVIEW_RETIRED: dict[str, str | None] = {"max_items": "max_proposals"}
 CRYSTALLIZE_RETIRED: dict[str, str | None] = {"dry_run": "confirm"}
 
 
-def propose_warning(cwd: str | None, scope: Scope, draft: bool) -> list[str]:
-    """The pinned-scope note of ``memory_status action=propose`` (never the broadening one)."""
-    clause = PINNED_TO_DEFAULT if draft else PINNED_TO_THOUGHT
-    if not scope.given:
-        return [f"no cwd — propose is not cross-project: {clause}"]
-    if scope.project is None:
-        return [
-            f'cwd "{cwd}" matches no known project {RESOLVE_HINT} — propose is not cross-project: {clause}'
-        ]
-    return []
-
-
-def propose_payload(
-    runtime: Runtime,
-    thought_id: str | None,
-    content: str | None,
-    cwd: str | None,
-    max_edges: int | None,
-    include_signals: bool | None,
-    compact: bool | None,
-) -> dict[str, Any]:
-    """``memory_status action=propose``: a read-only placement plan, pinned to one project."""
-    review: Review = runtime.review
-    scope = resolve_scope(runtime, cwd, reader=False)
-    subject = review.placement.subject(thought_id, content)
-    project: str | None
-    project_id: str | None
-    if scope.project is not None:
-        project = scope.project
-        project_id = scope.payload["project"] if scope.payload else None
-    elif subject.entry is not None:
-        project = subject.entry.project
-        project_id = review.project_id(project)
-    else:
-        project, project_id = None, None  # the default project: vaultmem files drafts in no project
-    answer = propose(
-        review.placement,
-        subject,
-        project,
-        project_id,
-        max_edges=max_edges,
-        include_signals=include_signals,
-        compact=compact,
-    )
-    pinned = Scope(
-        scope.payload, scope.project, propose_warning(cwd, scope, subject.is_draft_content), scope.given
-    )
-    return envelope(answer, pinned, FULL)
-
-
-def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
+def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
     """Add ``edge_review``, ``retention_review`` and ``memory_crystallize`` to ``server``."""
 
     @server.tool(name="edge_review")
@@ -117,7 +57,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         ] = None,
         proposal_id: Annotated[str | None, _d("apply/reject/rollback: the proposal.")] = None,
         proposal_ids: Annotated[
-            list[str] | None, _d(f"apply_batch/rollback: 1-{MAX_BATCH} proposal ids.")
+            list[str] | None, _d(f"apply_batch/rollback: 1-{MAX_PROPOSAL_BATCH} proposal ids.")
         ] = None,
         status: Annotated[
             Literal["pending", "applied", "rejected", "rolled_back", "stale", "all"] | None,
@@ -127,17 +67,15 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
             bool,
             _d("list: also show proposals of retired kinds (hidden by default, counted in retired_count)."),
         ] = False,
-        limit: Annotated[int | None, _d(f"list: page size 1-{MAX_LIST_LIMIT} (default 20).")] = None,
+        limit: Annotated[int | None, _d(f"list: page size 1-{MAX_QUEUE_LIMIT} (default 20).")] = None,
         offset: Annotated[int, _d("list: skip this many proposals.")] = 0,
         reason: Annotated[str | None, _d("reject: why (kept with the proposal).")] = None,
         confirm: Annotated[
             bool,
             _d("apply/apply_batch/rollback: false (default) previews; true executes (needs preview_token)."),
         ] = False,
-        preview_token: Annotated[
-            str | None, _d("With confirm: true: the token the preview returned.")
-        ] = None,
-        max_items: Annotated[Any, _tombstone("use max_proposals")] = None,
+        preview_token: PreviewToken = None,
+        max_items: Annotated[Any, tombstone("use max_proposals")] = None,
     ) -> Output:
         """Review placement proposals: suggested edges between thoughts, applied only after review.
 
@@ -152,29 +90,20 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         """
         try:
             reject_retired({"max_items": max_items}, REVIEW_RETIRED)
-            review: Review = runtime.review
-            actions = review.edge_review
             if action == "list":
-                scope = resolve_scope(runtime, cwd, reader=True)
-                answer = actions.list_queue(status, thought_id, scope.project, include_retired, limit, offset)
-                return success(envelope(answer, scope, FULL))
-            if action == "enqueue":
-                scope = resolve_scope(runtime, cwd, reader=False)
-                project_id = scope.payload["project"] if scope.project and scope.payload else None
-                answer = actions.enqueue(thought_id, max_proposals, scope.project, project_id)
-                return success(envelope(answer, scope, FULL))
-            scope = resolve_scope(runtime, None, reader=False)
-            if action == "apply":
-                answer = actions.apply(proposal_id, confirm, preview_token)
+                answer = memory.list_proposals(status, thought_id, cwd, include_retired, limit, offset)
+            elif action == "enqueue":
+                answer = memory.enqueue_proposals(thought_id, max_proposals, cwd)
+            elif action == "apply":
+                answer = memory.apply_proposal(proposal_id, confirm, preview_token)
             elif action == "apply_batch":
-                answer = actions.apply_batch(proposal_ids, confirm, preview_token)
+                answer = memory.apply_proposals(proposal_ids, confirm, preview_token)
             elif action == "rollback":
-                answer = actions.rollback(
-                    proposal_ids if proposal_ids is not None else proposal_id, confirm, preview_token
-                )
+                ids = proposal_ids if proposal_ids is not None else proposal_id
+                answer = memory.rollback_proposals(ids, confirm, preview_token)
             else:
-                answer = actions.reject(proposal_id, reason)
-            return success(envelope(answer, scope, FULL))
+                answer = memory.reject_proposal(proposal_id, reason)
+            return success(envelope(answer, FULL))
         except VaultmemError as exc:
             return failure(exc)
 
@@ -193,7 +122,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         importance_floor: Annotated[
             float | None, _d("list: candidates' importance must be below this, 0-1 (default 0.3).")
         ] = None,
-        limit: Annotated[int | None, _d(f"list: page size 1-{MAX_LIMIT} (default 20).")] = None,
+        limit: Annotated[int | None, _d(f"list: page size 1-{MAX_RETENTION_LIMIT} (default 20).")] = None,
         offset: Annotated[int, _d("list: skip this many candidates.")] = 0,
         thought_id: Annotated[str | None, _d("protect/delete: the thought.")] = None,
         source_ids: Annotated[
@@ -209,7 +138,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         confirm: Annotated[
             bool, _d("delete/compact: false (default) previews; true executes (delete needs preview_token).")
         ] = False,
-        preview_token: Annotated[str | None, _d("delete with confirm: true: the preview's token.")] = None,
+        preview_token: DeleteToken = None,
         compact: Annotated[
             bool | None, _d("list: true trims each candidate to {id, content, status, tags, project}.")
         ] = None,
@@ -229,22 +158,16 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         token.
         """
         try:
-            review: Review = runtime.review
-            actions = review.retention
-            scope = resolve_scope(runtime, None, reader=False)
-            answer: Answer
             if action == "list":
-                answer = actions.candidates(min_age_days, importance_floor, limit, offset)
-                return success(
-                    envelope(answer, scope, shaping_for(compact, fields, False, compact_default=False))
-                )
+                answer = memory.retention_candidates(min_age_days, importance_floor, limit, offset)
+                return success(envelope(answer, shaping_for(compact, fields, False, compact_default=False)))
             if action == "protect":
-                answer = actions.protect(thought_id)
+                answer = memory.protect(thought_id)
             elif action == "delete":
-                answer = actions.delete(thought_id, confirm, preview_token)
+                answer = memory.retention_delete(thought_id, confirm, preview_token)
             else:
-                answer = actions.compact(source_ids, summary, confirm)
-            return success(envelope(answer, scope, FULL))
+                answer = memory.compact(source_ids, summary, confirm)
+            return success(envelope(answer, FULL))
         except VaultmemError as exc:
             return failure(exc)
 
@@ -264,9 +187,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
                 "the project of the new cluster thought. Not used by auto_cluster (global)."
             ),
         ] = None,
-        status: Annotated[
-            Literal["draft", "active", "archived", "all"] | None, _d("graph: node status (default all).")
-        ] = None,
+        status: Annotated[StatusFilter | None, _d("graph: node status (default all).")] = None,
         limit: Annotated[
             int | None, _d(f"graph: nodes per page 1-{MAX_GRAPH_LIMIT} (default {DEFAULT_GRAPH_LIMIT}).")
         ] = None,
@@ -299,7 +220,7 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         fields: Annotated[
             list[str] | None, _d("graph/cluster: only these thought columns (wins over compact).")
         ] = None,
-        dry_run: Annotated[Any, _tombstone("use confirm")] = None,
+        dry_run: Annotated[Any, tombstone("use confirm")] = None,
     ) -> Output:
         """Visualise and reorganise clusters; a cluster is a vault note with 'cluster' links to its members.
 
@@ -312,28 +233,19 @@ def register_review_tools(server: MCPServer[Any], runtime: Runtime) -> None:
         """
         try:
             reject_retired({"dry_run": dry_run}, CRYSTALLIZE_RETIRED)
-            review: Review = runtime.review
-            actions = review.crystallize
             shaping = shaping_for(compact, fields, False, compact_default=False)
             if action == "graph":
-                scope = resolve_scope(runtime, cwd, reader=True)
-                answer = actions.graph(
-                    scope.project,
-                    status_filter(status, "all"),
-                    DEFAULT_GRAPH_LIMIT if limit is None else limit,
-                    offset,
-                )
+                limit = DEFAULT_GRAPH_LIMIT if limit is None else limit
+                answer = memory.graph(cwd, status, limit, offset)
             elif action == "cluster":
-                scope = resolve_scope(runtime, cwd, reader=False)
-                answer = actions.cluster(thought_ids, title, tags, scope.project)
+                answer = memory.cluster(thought_ids, title, tags, cwd)
             else:
-                scope = resolve_scope(runtime, None, reader=False)
-                answer = actions.auto_cluster(
+                answer = memory.auto_cluster(
                     min_similarity, min_cluster_size, max_clusters, confirm, preview_token
                 )
-            return success(envelope(answer, scope, shaping))
+            return success(envelope(answer, shaping))
         except VaultmemError as exc:
             return failure(exc)
 
 
-__all__ = ["NO_CWD_WARNING", "REVIEW_TOOL_NAMES", "propose_payload", "register_review_tools"]
+__all__ = ["REVIEW_TOOL_NAMES", "register_review_tools"]

@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from vaultmem.caller import Caller, acting_as
 from vaultmem.errors import InvalidInput, VaultmemError
 from vaultmem.mcp.envelope import failure
 
@@ -35,7 +36,8 @@ class ToolServer(MCPServer[Any]):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            with acting_as(_caller(context)):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError):
                 raise
@@ -46,6 +48,16 @@ class ToolServer(MCPServer[Any]):
             if isinstance(cause, VaultmemError):
                 return failure(cause)
             raise
+
+
+def _caller(context: Context[Any, Any] | None) -> Caller:
+    """Who makes this call: the MCP session it came in on (the agent's name: issue 18's tokens)."""
+    try:
+        headers = context.headers if context is not None else None
+    except ValueError:  # no request behind the context (a call made in process)
+        headers = None
+    session = headers.get("mcp-session-id") if headers else None
+    return Caller("mcp", session=session)
 
 
 def _origin(exc: BaseException) -> BaseException:

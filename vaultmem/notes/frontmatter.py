@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from vaultmem.errors import VaultError
+from vaultmem.errors import MalformedNote
+from vaultmem.safe_yaml import load_yaml_mapping
 
 BOM = "\ufeff"
 MAX_FRONTMATTER_BYTES = 256 * 1024
@@ -28,48 +29,9 @@ _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
 _KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
 _CLOSE_ANYWHERE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
-_ALIAS_OR_ANCHOR = re.compile(r"(^|[\s\[{,:-])[&*][^\s,\[\]{}]")
 
 #: Characters YAML reads as line breaks that PyYAML may write unescaped inside a scalar.
 _YAML_LINE_BREAKS = "\x85\u2028\u2029"
-
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class MalformedNote(VaultError):
-    """A note's frontmatter cannot be read; the file is reported and left untouched."""
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """The pure-Python safe loader, refusing anchors and aliases."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases are not allowed in note frontmatter", None
-            )
-        return super().compose_node(parent, index)
-
-
-def load_yaml_mapping(text: str, *, source: str) -> dict[str, Any]:
-    """Load a YAML mapping from untrusted text, refusing aliases, with errors that name ``source``."""
-    loader: type[yaml.SafeLoader] = _NoAliasLoader if _ALIAS_OR_ANCHOR.search(text) else _SafeLoader
-    try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - both loaders are safe loaders
-    except yaml.YAMLError as exc:
-        detail = str(exc).replace("\n", " ")
-        raise MalformedNote(f"{source}: frontmatter is not valid YAML ({detail}); fix it by hand") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise MalformedNote(
-            f"{source}: frontmatter is a {type(data).__name__}, not a mapping of keys to values; "
-            "fix it by hand"
-        )
-    for key in data:
-        if not isinstance(key, str):
-            raise MalformedNote(f"{source}: frontmatter key {key!r} is not a string; fix it by hand")
-    return data
 
 
 @dataclass

@@ -47,11 +47,13 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from vaultmem.errors import MalformedNote
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.diff3 import diff3
-from vaultmem.notes.frontmatter import Entry, MalformedNote, NoteText
+from vaultmem.notes.frontmatter import Entry, NoteText
 from vaultmem.notes.ids import derived_uuid7
 from vaultmem.notes.model import OWNED_KEYS, iso, new_note_text, parse_time
+from vaultmem.safe_yaml import load_yaml_mapping
 
 Side = Literal["ours", "theirs"]
 Mode = Literal["note", "text", "distinct"]
@@ -379,7 +381,7 @@ def _merge_entry(
         return lines
     text = "".join(lines).replace("\r\n", "\n").replace("\r", "\n")
     try:
-        parsed = fm.load_yaml_mapping(text, source="merge")
+        parsed = load_yaml_mapping(text, source="merge")
     except MalformedNote:
         return _FAILED
     return lines if list(parsed) == [ident] else _FAILED

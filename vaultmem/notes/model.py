@@ -7,7 +7,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultmem.notes.frontmatter import MalformedNote, NoteText, compose, parse
+from vaultmem.errors import MalformedNote
+from vaultmem.notes.frontmatter import NoteText, compose, parse
 
 #: Statuses a note may carry. ``unfiled`` is a capture awaiting review; ``deleted`` is a soft delete.
 STATUSES = frozenset({"active", "unfiled", "deleted", "superseded", "archived", "expired"})

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from vaultmem import __version__
 from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Memory
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.token import TokenFile
 
@@ -172,16 +172,16 @@ class Health:
 
 
 def build_app(
-    runtime: Runtime,
+    memory: Memory,
     *,
     host: str,
     port: int,
     tokens: TokenFile,
     max_body: int = DEFAULT_MAX_BODY,
 ) -> ASGIApp:
-    """The daemon's ASGI application for ``runtime``, bound at ``host:port``."""
+    """The daemon's ASGI application for ``memory``'s vault, bound at ``host:port``."""
     check_loopback(host)
-    settings = runtime.settings
+    settings = memory.settings
     idle, most = settings.mcp_session_idle_timeout, settings.mcp_max_sessions
     if not (isinstance(idle, int | float) and 0 < idle < float("inf")) or not (
         isinstance(most, int) and not isinstance(most, bool) and most > 0
@@ -191,7 +191,7 @@ def build_app(
             f"positive whole number (vaultmem.yaml), not {idle!r} and {most!r}"
         )
     hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
-    server = build_mcp_server(runtime)
+    server = build_mcp_server(memory)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -204,7 +204,7 @@ def build_app(
         max_sessions=most * SDK_CAP_FACTOR,  # a backstop: SessionBudget keeps the real bound
     )
     budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
-    runtime.upkeep.status.sessions = budget.counts  # memory_status health says how many are open
+    memory.report_sessions(budget.counts)  # memory_status health says how many are open
     app = Health(budget)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)

@@ -11,7 +11,6 @@ acknowledged write is in git when the process exits, and every call that finishe
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import signal
@@ -25,18 +24,15 @@ from types import FrameType
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 
 from vaultmem.config import Settings
 from vaultmem.errors import InvalidInput, VaultError
-from vaultmem.index.embedder import Embedder
 from vaultmem.mcp.tools import build_mcp_server
-from vaultmem.runtime import Runtime
+from vaultmem.memory import Embedder, Memory, Progress
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
 from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
 from vaultmem.server.protocol import deadline_protocol
 from vaultmem.server.token import TokenFile, ensure_token, token_path
-from vaultmem.sync.indexer import Progress
 
 log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
@@ -135,7 +131,7 @@ class Daemon:
         self.token_file = token_file or token_path(settings.vault)
         self.max_body = max_body
         self.port = port
-        self.runtime: Runtime | None = None
+        self.memory: Memory | None = None
         self._sock: socket.socket | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -165,11 +161,11 @@ class Daemon:
         self.port = int(self._sock.getsockname()[1])
         try:
             ensure_token(self.token_file)
-            self.runtime = Runtime(self.settings, embedder=self.embedder)
-            self.runtime.reconcile(progress)
-            self.runtime.start_watching()
+            self.memory = Memory(self.settings, embedder=self.embedder)
+            self.memory.reconcile(progress)
+            self.memory.start_watching()
             app = build_app(
-                self.runtime,
+                self.memory,
                 host=self.host,
                 port=self.port,
                 tokens=TokenFile(self.token_file),
@@ -236,9 +232,9 @@ class Daemon:
 
     def close(self) -> None:
         """Stop the watcher, flush commits, release the socket. Safe to call twice."""
-        runtime, self.runtime = self.runtime, None
-        if runtime is not None:
-            runtime.close()
+        memory, self.memory = self.memory, None
+        if memory is not None:
+            memory.close()
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
@@ -255,20 +251,24 @@ class _StdinRelay:
     """Standard input, relayed through a socket pair so that a stop signal can end it with EOF.
 
     The stdio transport reads stdin on a worker thread, and a thread blocked in ``read`` cannot be
-    interrupted: on SIGTERM the server would hang until the host closed the pipe. The relay's
+    interrupted: on SIGTERM the server would hang until the host closed the pipe. So descriptor 0
+    is pointed at the relay's reading end while the host's pipe is read by a pump thread; the
     reading end gets a clean EOF when :meth:`end` shuts the writing end (without closing it, so
     no descriptor is recycled under the pump thread), and the server then stops as if the host
-    had hung up.
+    had hung up. :meth:`close` points descriptor 0 back at the host's pipe.
     """
 
     def __init__(self) -> None:
         self._reader, self._writer = socket.socketpair()
+        self._stdin = sys.stdin.fileno()
+        self._source = os.dup(self._stdin)  # the host's pipe, read by the pump
+        os.dup2(self._reader.fileno(), self._stdin)  # the transport reads the relay
         self._pump_thread = threading.Thread(target=self._pump, name="vaultmem-stdin", daemon=True)
         self._pump_thread.start()
 
     def _pump(self) -> None:
         try:
-            while chunk := os.read(sys.stdin.fileno(), 65536):
+            while chunk := os.read(self._source, 65536):
                 self._writer.sendall(chunk)
         except (OSError, ValueError):
             pass  # stdin closed, or the relay already ended
@@ -279,9 +279,9 @@ class _StdinRelay:
         with contextlib.suppress(OSError):
             self._writer.shutdown(socket.SHUT_WR)
 
-    def stream(self) -> anyio.AsyncFile[str]:
-        binary = self._reader.makefile("rb")
-        return anyio.wrap_file(io.TextIOWrapper(binary, encoding="utf-8", errors="replace"))
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(self._source, self._stdin)
 
 
 def run_stdio(
@@ -292,12 +292,11 @@ def run_stdio(
     Either way the session ends normally: in-flight calls finish, then the watcher stops and the
     commit queue is flushed before the process exits.
     """
-    runtime = Runtime(settings, embedder=embedder)
+    memory = Memory(settings, embedder=embedder)
     try:
-        runtime.reconcile()
-        runtime.start_watching()
-        server = build_mcp_server(runtime)
-        lowlevel = server._lowlevel_server  # the SDK's run_stdio_async() offers no way to stop it
+        memory.reconcile()
+        memory.start_watching()
+        server = build_mcp_server(memory)
         relay = _StdinRelay()
         if on_ready is not None:
             on_ready()
@@ -312,10 +311,12 @@ def run_stdio(
                             return
 
                 group.start_soon(stop_on_signal)
-                async with stdio_server(stdin=relay.stream()) as (read, write):
-                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                await server.run_stdio_async()
                 group.cancel_scope.cancel()
 
-        anyio.run(main)
+        try:
+            anyio.run(main)
+        finally:
+            relay.close()
     finally:
-        runtime.close()
+        memory.close()

@@ -19,10 +19,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from vaultmem.errors import InvalidInput
-from vaultmem.graph.links import recorded_targets, typed_links
-from vaultmem.notes.frontmatter import MalformedNote
-from vaultmem.notes.ids import derived_id
+from vaultmem.errors import InvalidInput, MalformedNote
+from vaultmem.notes.ids import canonical_id, derived_id
+from vaultmem.notes.links import recorded_targets, typed_links
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
@@ -321,6 +320,23 @@ class Catalog:
 
     def ids(self) -> Iterable[str]:
         return list(self._by_id)
+
+    def entry_for_id(self, note_id: str) -> Entry | None:
+        """The note a full id names: its ``id`` key, or the id derived from its path that the index
+        (and so every read) reports for a note a person wrote without one, or for a copy whose id
+        another file holds. Every id a read returns is accepted here."""
+        wanted = canonical_id(note_id)
+        entry = self.by_id(wanted)
+        if entry is not None:
+            return entry
+        for candidate in self.entries():
+            if candidate.id:
+                owner = self.by_id(candidate.id)
+                if owner is not None and owner.path == candidate.path:
+                    continue  # indexed under its own id, which is not the one wanted
+            if derived_id(candidate.path) == wanted:
+                return candidate
+        return None
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         with self._lock:

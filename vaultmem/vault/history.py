@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from vaultmem.errors import GitError, GitLocked
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
@@ -55,6 +56,15 @@ def _git_env() -> dict[str, str]:
         LC_ALL="C",
     )
     return env
+
+
+class Commit(TypedDict):
+    """One commit of a note's history."""
+
+    commit: str
+    date: str
+    author: str
+    message: str
 
 
 class GitRepo:
@@ -290,7 +300,7 @@ class GitRepo:
             return paths
         return []
 
-    def log_for(self, path: str) -> list[dict[str, str]]:
+    def log_for(self, path: str) -> list[Commit]:
         """The history of one note, following renames: newest first."""
         fmt = "%H%x1f%aI%x1f%an%x1f%B%x1e"
         out = self.git("log", "--follow", f"--format={fmt}", "--", path, check=False)
@@ -300,7 +310,7 @@ class GitRepo:
             if not record:
                 continue
             sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
-            entries.append({"commit": sha, "date": date, "author": author, "message": body.strip()})
+            entries.append(Commit(commit=sha, date=date, author=author, message=body.strip()))
         return entries
 
 

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
 
+from vaultmem.config import STATE_DIRNAME
 from vaultmem.errors import InvalidInput
 from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.reading import is_valid_name, kind_of, shown
 
-STATE_DIRNAME = ".vaultmem"
 #: Directories never walked: git, vaultmem's state, Obsidian's settings, Obsidian's trash.
 IGNORED_DIRS = frozenset({".git", STATE_DIRNAME, ".obsidian", ".trash", ".stfolder", "node_modules"})
 _SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$)")

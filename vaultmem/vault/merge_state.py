@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from vaultmem.errors import GitError, InvalidInput
-from vaultmem.notes.frontmatter import MalformedNote
+from vaultmem.errors import GitError, InvalidInput, MalformedNote
 from vaultmem.notes.model import note_from_text
 from vaultmem.notes.slugs import meaningful_words, resolve_collision
 from vaultmem.vault.atomic import atomic_write

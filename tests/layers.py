@@ -1,0 +1,27 @@
+"""The parts behind the facade, for tests of one layer: the catalog, the writer, the index, the edge
+graph, the watcher. Adapters never reach them; only these helpers do, so a test that needs a layer
+says so by importing one."""
+
+from __future__ import annotations
+
+from vaultmem.memory import Memory
+from vaultmem.operations.context import Context
+from vaultmem.sync.watcher import VaultWatcher
+
+
+def parts(memory: Memory) -> Context:
+    """What ``memory`` opened: settings, catalog, store, writer, index, edge graph, lookups."""
+    return memory._ctx
+
+
+def watcher(memory: Memory) -> VaultWatcher | None:
+    """The watcher ``memory.start_watching()`` started, if it did."""
+    keeper = memory._keeper
+    return keeper.watcher if keeper is not None else None
+
+
+def sync_path(memory: Memory, rel: str) -> str:
+    """What the watcher does with one changed path (``indexed``, ``unchanged``, ``removed``...)."""
+    keeper = memory._keeper
+    assert keeper is not None, "opened without its index"
+    return keeper.sync_path(rel)

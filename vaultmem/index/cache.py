@@ -1,0 +1,90 @@
+"""The embedding cache: vectors keyed by (model id, sha256 of the embedded text).
+
+A reindex re-embeds nothing whose text did not change, even after the notes table was rebuilt.
+New vectors are queued in memory and written to the ``embeddings`` table in batches (at 256, at
+each maintenance and at close); the table is derived state like every other index table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from vaultmem.index import _schema
+from vaultmem.index.embedder import Embedder
+from vaultmem.index.records import sql_in, sql_literal, text_hash
+from vaultmem.index.search import run_async
+
+__all__ = ["TABLE", "EmbeddingCache"]
+
+#: The cache's table under ``<state_dir>/lancedb``.
+TABLE = "embeddings"
+#: Queued vectors written to the table at once.
+FLUSH_AT = 256
+
+
+class EmbeddingCache:
+    """Vectors for texts: from the cache when known, else embedded and queued for caching.
+
+    Not thread-safe on its own: the index calls it with its apply lock held.
+    """
+
+    def __init__(self, table: Any, embedder: Embedder) -> None:
+        self.table = table  # LanceDB's asynchronous table (replaced when the index reopens its tables)
+        self.embedder = embedder
+        self._pending: dict[str, npt.NDArray[np.float32]] = {}
+        self._known: set[str] | None = None
+
+    def forget_known(self) -> None:
+        """Forget which hashes the table holds (another folder was opened)."""
+        self._known = None
+
+    def vectors_for(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One vector per text, in order."""
+        model = self.embedder.model_id
+        hashes = [text_hash(t) for t in texts]
+        found: dict[str, npt.NDArray[np.float32]] = {
+            h: self._pending[h] for h in hashes if h in self._pending
+        }
+        known = self._known_hashes()
+        lookup = sorted({h for h in hashes if h in known and h not in found})
+        for start in range(0, len(lookup), 512):
+            chunk = lookup[start : start + 512]
+            where = f"model_id = {sql_literal(model)} AND {sql_in('text_hash', chunk)}"
+            rows = run_async(self.table.query().where(where).select(["text_hash", "vector"]).to_arrow())
+            for h, vec in zip(rows["text_hash"].to_pylist(), rows["vector"].to_pylist(), strict=True):
+                if len(vec) == self.embedder.dim:
+                    found[h] = np.asarray(vec, dtype=np.float32)
+        missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
+        if missing:
+            embedded = self.embedder.embed([t for _, t in missing])
+            for (h, _), vec in zip(missing, embedded, strict=True):
+                found[h] = vec
+                self._pending[h] = vec
+            if len(self._pending) >= FLUSH_AT:
+                self.flush()
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out
+
+    def _known_hashes(self) -> set[str]:
+        if self._known is None:
+            where = f"model_id = {sql_literal(self.embedder.model_id)}"
+            rows = run_async(self.table.query().where(where).select(["text_hash"]).to_arrow())
+            self._known = set(rows["text_hash"].to_pylist())
+        return self._known
+
+    def flush(self) -> None:
+        """Write the queued vectors to the table."""
+        if not self._pending:
+            return
+        model = self.embedder.model_id
+        rows = [{"model_id": model, "text_hash": h, "vector": v.tolist()} for h, v in self._pending.items()]
+        run_async(self.table.add(pa.Table.from_pylist(rows, schema=_schema.cache_schema())))
+        self._known_hashes().update(self._pending)
+        self._pending.clear()

@@ -1,0 +1,200 @@
+"""When the index's tables are maintained: every ``threshold`` writes, after writes pause, on demand.
+
+The work itself (fold new rows into the indices, merge small fragments, prune old versions) is in
+:mod:`vaultmem.index.compaction`; this module decides when it runs and on which thread, and keeps
+a background run from racing the writer's commits (see ``docs/architecture.md``, "The index in
+memory, and its single writer").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Protocol
+
+from vaultmem.errors import IndexError_
+from vaultmem.index.compaction import compact_table, fold_indices, optimize_table, prune_versions, should_fold
+
+__all__ = ["Maintained", "Maintenance"]
+
+log = logging.getLogger(__name__)
+
+#: Old table versions are kept this long so a concurrent reader (a CLI search beside the daemon)
+#: never loses its files (docs/reliability.md has the soak figures behind two minutes).
+CLEANUP_AFTER = timedelta(minutes=2)
+#: Background runs delete old versions at most this often (each cleanup reads every kept manifest).
+CLEANUP_EVERY = 30.0
+#: Tries of a foreground run: another process's maintenance may win a commit race.
+ATTEMPTS = 4
+#: Seconds without index writes after which rows still outside the full-text index are folded in
+#: (when enough lag: :func:`~vaultmem.index.compaction.should_fold`). Maintenance otherwise runs
+#: every ``threshold`` write batches, so the tail of a bulk load stayed unindexed (docs/benchmarks.md).
+QUIET_FOLD_S = 1.0
+
+
+class Maintained(Protocol):
+    """What maintenance needs of the index it keeps."""
+
+    #: Held by the index's writer while it applies a batch; compaction holds it too.
+    apply_lock: threading.RLock
+
+    def table_paths(self) -> list[Path]: ...
+
+    def flush_cache(self) -> None: ...
+
+    def reopen_tables(self) -> None: ...
+
+    def unindexed_rows(self) -> int: ...
+
+    def count(self) -> int: ...
+
+    def writes_idle(self) -> bool: ...
+
+    def wait_for_writes(self) -> None: ...
+
+
+class Maintenance:
+    """Runs maintenance of one index: in the background as writes accumulate, or in the foreground."""
+
+    def __init__(self, index: Maintained, *, threshold: int) -> None:
+        self.index = index
+        self.threshold = threshold
+        self.pending_writes = 0  # writes applied since the last run
+        self._thread: threading.Thread | None = None
+        self._quiet_timer: threading.Timer | None = None
+        self._last_cleanup = 0.0  # time.monotonic() of the last background run that pruned versions
+        self._closed = False
+
+    # -- triggers -------------------------------------------------------------------------------
+    def after_batch(self) -> None:
+        """The writer applied a batch: start a run when enough writes accumulated, else (re)arm the
+        timer that folds lagging rows in once writes pause."""
+        if self.pending_writes >= self.threshold:
+            self.start(fold=None)
+        elif self.pending_writes:
+            self._arm_quiet_fold()
+
+    def _arm_quiet_fold(self) -> None:
+        timer = self._quiet_timer
+        if timer is not None:
+            timer.cancel()
+        timer = threading.Timer(QUIET_FOLD_S, self._quiet_fold)
+        timer.name = "vaultmem-index-quiet-fold"
+        timer.daemon = True
+        self._quiet_timer = timer
+        timer.start()
+
+    def _quiet_fold(self) -> None:
+        if self._closed or not self.pending_writes:
+            return  # closing, or a maintenance run started since the last write
+        if not self.index.writes_idle():
+            return  # writes resumed; the next batch re-arms the timer
+        if self.running():
+            self._arm_quiet_fold()  # folds what arrived during the run once it is over
+            return
+        try:
+            self.if_behind()
+        except IndexError_ as exc:
+            log.debug("folding lagging rows after writes paused gave up: %s", exc)
+
+    def if_behind(self, *, any_lag: bool = False) -> bool:
+        """Start a background run if the full-text index lags the table by enough rows to fold
+        them in (:func:`~vaultmem.index.compaction.should_fold`), or with ``any_lag`` by a single
+        row; True if it was started.
+
+        The write counter lives in memory, so a process that writes a little and exits (a stdio
+        MCP server per agent session, a daemon killed or restarted) would never fold its rows in.
+        Unindexed rows are still found, but BM25 then weighs terms by the indexed part's
+        statistics and every search scans them.
+        """
+        if self._closed:
+            return False
+        behind = self.index.unindexed_rows()
+        if behind == 0 or (not any_lag and not should_fold(behind, self.index.count())):
+            return False
+        self.start(fold=True)
+        return True
+
+    # -- running --------------------------------------------------------------------------------
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def start(self, *, fold: bool | None) -> None:
+        """Run in the background (unless a run is under way); ``fold=None`` folds only once
+        enough rows lag, as runs started by writes do. It does not block writes: a compaction
+        that loses a commit race to a write gives up and is retried at the next threshold."""
+        with self.index.apply_lock:
+            if self.running():
+                return
+            self.pending_writes = 0
+            self._thread = threading.Thread(
+                target=self._background, args=(fold,), name="vaultmem-index-maintenance", daemon=True
+            )
+            self._thread.start()
+
+    def _background(self, fold: bool | None) -> None:
+        cleanup = time.monotonic() - self._last_cleanup >= CLEANUP_EVERY
+        index = self.index
+        try:
+            with index.apply_lock:
+                index.flush_cache()
+            for path in index.table_paths():
+                # Fold while writes go on, then compact with writes held back (compact_table says
+                # why): a write waits for one tail compaction, tens of ms.
+                fold_indices(path, fold=fold)
+                with index.apply_lock:
+                    compact_table(path)
+            if cleanup:
+                for path in index.table_paths():
+                    prune_versions(path, older_than=CLEANUP_AFTER)
+                self._last_cleanup = time.monotonic()
+        except Exception as exc:  # LanceDB raises untyped errors; the next run tries again
+            log.debug("background index maintenance gave up: %s", exc)
+        finally:
+            # Reopened whether or not the run completed: a handle keeps every index version it has
+            # opened (one descriptor each), so a run that failed must still let them go.
+            try:
+                with index.apply_lock:
+                    index.reopen_tables()
+            except Exception as exc:  # the next read reports a broken index
+                log.debug("reopening the index tables after maintenance failed: %s", exc)
+
+    def run(self, *, fold: bool | None = True) -> None:
+        """Run now, on this thread, with writes held back (after a background run finished)."""
+        self.index.wait_for_writes()
+        self.wait()  # a background run would race this one's commits
+        with self.index.apply_lock:
+            for attempt in range(ATTEMPTS):
+                try:
+                    self.index.flush_cache()
+                    for path in self.index.table_paths():
+                        optimize_table(path, fold=fold)
+                        prune_versions(path, older_than=CLEANUP_AFTER)
+                    self.index.reopen_tables()
+                    break
+                except Exception as exc:  # LanceDB raises untyped errors
+                    if attempt + 1 == ATTEMPTS:
+                        raise IndexError_(
+                            f"the search index failed to optimise its tables: {exc}; if this persists, "
+                            "rebuild it with `vaultmem reindex`"
+                        ) from exc
+                    time.sleep(0.05 * 2**attempt)
+            self.pending_writes = 0
+
+    def wait(self, timeout: float = 30.0) -> None:
+        """Block until a background run (if any) finishes."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def close(self) -> None:
+        """No new runs; wait for the one under way."""
+        self._closed = True
+        timer = self._quiet_timer
+        if timer is not None:
+            timer.cancel()
+        self.wait()

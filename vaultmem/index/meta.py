@@ -1,0 +1,69 @@
+"""What an index folder was built with: ``<state_dir>/index.json`` holds the embedding model's id,
+the vector width and the layout version of the derived columns. An index whose record differs from
+the running model or layout is searched by BM25 alone until ``vaultmem reindex`` rebuilds it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultmem.errors import IndexError_
+from vaultmem.index.embedder import Embedder
+
+__all__ = ["LAYOUT_VERSION", "IndexMeta"]
+
+#: Bump when the derived columns (search_text, embedding text) or FTS options change.
+LAYOUT_VERSION = 3
+
+
+@dataclass
+class IndexMeta:
+    """The record of one index folder (empty when the folder has none yet)."""
+
+    path: Path
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, state_dir: Path) -> IndexMeta:
+        path = state_dir / "index.json"
+        try:
+            loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, ValueError) as exc:
+            raise IndexError_(
+                f"{path} is unreadable ({exc}); delete the state directory and run `vaultmem reindex`"
+            ) from exc
+        return cls(path, loaded)
+
+    def write(self, embedder: Embedder) -> None:
+        """Record ``embedder`` and today's layout, durably (write, fsync, rename)."""
+        self.values = {"model_id": embedder.model_id, "dim": embedder.dim, "layout": LAYOUT_VERSION}
+        tmp = self.path.with_suffix(".json.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            json.dump(self.values, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(self.path)
+
+    def stale_for(self, embedder: Embedder) -> bool:
+        """True when the stored vectors or derived columns were built by another model or layout.
+
+        The model id is a hash of the model file, so the same id means the same vector width: the
+        stored width is trusted without loading the model (which loads on a thread meanwhile).
+        """
+        dim = self.values.get("dim")
+        return (
+            self.values.get("model_id") != embedder.model_id
+            or self.values.get("layout") != LAYOUT_VERSION
+            or not isinstance(dim, int)
+            or isinstance(dim, bool)
+            or dim < 1
+        )
+
+    def dim_for(self, embedder: Embedder) -> int:
+        """The vector width: the stored one while the index matches the model, else the model's."""
+        return embedder.dim if self.stale_for(embedder) else int(self.values["dim"])

@@ -1,0 +1,588 @@
+"""NoteIndex: the derived LanceDB index of the vault, its writes and its reads.
+
+Everything here can be rebuilt from the vault: deleting the state directory loses nothing a
+person cares about. Every LanceDB error is translated once, here, into
+:class:`~vaultmem.errors.IndexError_`.
+
+Layout under ``<state_dir>/lancedb``: ``notes`` (one row per note, vector + combined
+``search_text`` with LanceDB's native BM25 index) and ``embeddings`` (:mod:`~vaultmem.index.cache`).
+``<state_dir>/index.json`` records the model id, vector width and index layout version the tables
+were built with. The edge graph is held in memory only (``sync/graph.py``).
+
+In memory: a :class:`~vaultmem.index.mirror.NoteMirror` of the notes table (records, vectors,
+filter columns) and the per-project :class:`~vaultmem.index.timeline.Timeline`, both loaded from
+the notes table at open. Writes go through a :class:`~vaultmem.index.writer.WriteQueue`: the call
+returns at once, one thread embeds and commits in order, and every read first waits for the
+writes queued before it (read your writes without making the vault's write path wait). When the
+tables are maintained is :mod:`~vaultmem.index.maintenance`'s business; how they are searched,
+:mod:`~vaultmem.index.search`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.index import _schema, cache, location
+from vaultmem.index.cache import EmbeddingCache
+from vaultmem.index.embedder import Embedder, warm_in_background
+from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
+from vaultmem.index.maintenance import Maintenance
+from vaultmem.index.meta import IndexMeta
+from vaultmem.index.mirror import NoteMirror
+from vaultmem.index.records import (
+    NoteRecord,
+    SearchFilters,
+    SearchResult,
+    embedding_text,
+    search_text,
+    sql_in,
+)
+from vaultmem.index.search import HybridSearcher, run_async
+from vaultmem.index.timeline import Timeline
+from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
+
+__all__ = ["NoteIndex"]
+
+log = logging.getLogger(__name__)
+
+#: Tries of one LanceDB write before it is recorded as failed and left to the next reconcile.
+_WRITE_ATTEMPTS = 4
+#: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
+_TABLES = ("notes", cache.TABLE)
+
+
+@contextmanager
+def _lance_errors(action: str) -> Iterator[None]:
+    """Translate any LanceDB/Arrow/OS error into IndexError_ naming the action and the fix."""
+    try:
+        yield
+    except (IndexError_, InvalidInput):
+        raise
+    except Exception as exc:  # LanceDB raises untyped RuntimeError/ValueError/OSError
+        raise IndexError_(
+            f"the search index failed to {action}: {exc}; if this persists, rebuild it with "
+            "`vaultmem reindex`"
+        ) from exc
+
+
+class NoteIndex:
+    """The searchable index of a vault's notes."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        embedder: Embedder,
+        *,
+        fusion: FusionConfig | None = None,
+        calibration: RelevanceCalibration | None = None,
+        maintenance_threshold: int = 32,
+        follow: Path | None = None,
+    ) -> None:
+        """Open (creating if needed) the index under ``state_dir``.
+
+        The index remembers the embedding model it was built with; if ``embedder`` differs,
+        :meth:`needs_rebuild` is true and the vector leg stays off until :meth:`rebuild` runs.
+        With ``follow`` (the state directory whose current index ``state_dir`` is), the index
+        switches to the folder a full rebuild by another process puts in its place
+        (:mod:`vaultmem.index.location`).
+        """
+        self._state_dir = Path(state_dir)
+        self._embedder = embedder
+        self._warmup = warm_in_background(embedder)  # the model loads while the notes are read
+        with _lance_errors(f"open {state_dir}"):
+            self._state_dir.mkdir(parents=True, exist_ok=True)
+            self._db: Any = run_async(lancedb.connect_async(str(self._state_dir / "lancedb")))
+        # Holds the folder while it is open; with ``follow``, notices a rebuild that replaced it.
+        self._follower = location.Follower(follow, self._state_dir)
+        #: Called (on a reader's thread) after this index switched to a folder another process
+        #: rebuilt: the owner reconciles it with the vault (writes made meanwhile, say).
+        self.on_switch: Callable[[], None] | None = None
+        self._switched = False
+        #: Held by the writer thread while it applies a batch, and by rebuild and maintenance.
+        self.apply_lock = threading.RLock()
+        self._closed = False
+        #: Notes whose last write to the index failed (a full disk under the state directory, say):
+        #: ``{vault path: error}``. The vault has them; a reconcile writes them again, and a write
+        #: that succeeds (or a reconcile that finds the note in step) clears the entry.
+        self.failed_writes: dict[str, str] = {}
+        #: Called on the writer thread when a write fails for good (the owner schedules a retry).
+        self.on_write_failure: Callable[[], None] | None = None
+        self._meta = IndexMeta.read(self._state_dir)
+        self._notes: Any = None  # LanceDB's (asynchronous) notes table, an untyped library object
+        self._cache = EmbeddingCache(None, embedder)
+        self._open_tables()
+        self._own_version: int | None = None  # the notes table's version after our last write
+        self.mirror = NoteMirror(self._dim)
+        self.timeline = Timeline()
+        repairs = self._load_notes()
+        self._maintenance = Maintenance(self, threshold=maintenance_threshold)
+        self._writes = WriteQueue(self._apply)
+        for op in repairs:
+            self._writes.submit(op)
+        self.searcher = HybridSearcher(
+            mirror=self.mirror,
+            timeline=self.timeline,
+            embedder=embedder,
+            table=lambda: self._notes,
+            ready=self.wait_for_writes,
+            stale=self.needs_rebuild,
+            fusion=fusion or FusionConfig(),
+            calibration=calibration or RelevanceCalibration(),
+        )
+
+    # ----------------------------------------------------------------- opening and metadata
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this index embeds notes and queries with."""
+        return self._embedder
+
+    def _open_tables(self) -> None:
+        with _lance_errors("open its tables"):
+            db = self._db
+            existing = set(run_async(db.list_tables()).tables)
+            if "notes" not in existing or not self._meta.values:
+                if "notes" in existing:
+                    run_async(db.drop_table("notes"))
+                self._create_notes_table()
+            else:
+                self._notes = run_async(db.open_table("notes"))
+            if cache.TABLE in existing:
+                self._cache.table = run_async(db.open_table(cache.TABLE))
+            else:
+                self._cache.table = run_async(db.create_table(cache.TABLE, schema=_schema.cache_schema()))
+            if "edges" in existing:  # written before issue 14; the edge graph lives in memory only
+                run_async(db.drop_table("edges"))
+
+    def _create_notes_table(self) -> None:
+        schema = _schema.notes_schema(self._embedder.dim)
+        self._notes = run_async(self._db.create_table("notes", schema=schema))
+        run_async(_schema.create_note_indices(self._notes))
+        self._meta.write(self._embedder)
+
+    @property
+    def async_notes_table(self) -> Any:
+        """LanceDB's asynchronous handle of the notes table (one event-loop hop per query)."""
+        return self._notes
+
+    def _load_notes(self) -> list[WriteOp]:
+        """Read the notes table into the mirror and the timeline; returns repairs to queue.
+
+        Two rows with one id (two processes that both added the note) are collapsed here and
+        rewritten as one row by the returned repair.
+        """
+        with _lance_errors("load the notes into memory"):  # before the model is needed
+            columns = [*_schema.RECORD_COLUMNS, "vector"]
+            table = run_async(self._notes.query().select(columns).to_arrow())
+        with_vectors = not self.needs_rebuild()
+        records = _schema.records_from_table(table)
+        dim = self._dim
+        if with_vectors and table.schema.field("vector").type.list_size != dim:
+            raise IndexError_(
+                f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
+                f"{self._meta.path} says {dim}"
+            )
+        if with_vectors and records:
+            vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+        else:
+            vectors = np.zeros((len(records), dim), dtype=np.float32)
+        seen: dict[str, int] = {}
+        for row, record in enumerate(records):
+            seen[record.id] = row  # the last row of an id wins
+        repairs: list[WriteOp] = []
+        if len(seen) != len(records):
+            keep = sorted(seen.values())
+            dupes = sorted(i for i, n in Counter(r.id for r in records).items() if n > 1)
+            log.warning("the index held %d note id(s) twice; rewriting them once", len(dupes))
+            records = [records[i] for i in keep]
+            vectors = vectors[keep]
+            twice = set(dupes)
+            repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
+        self.mirror.replace(records, vectors)
+        self.timeline.replace((r.id, r.project, r.created) for r in records)
+        return repairs
+
+    def _follow(self) -> None:
+        """Switch to the index folder another process's full rebuild made current, if it did.
+
+        Two ``stat`` calls when nothing changed. The switch happens with the writer held back;
+        queued writes then land in the new folder, and ``on_switch`` (the owner's reconcile) runs
+        on the first reader's thread, never on the writer's.
+        """
+        if self._closed:
+            return
+        if self._follower.changed():
+            with self.apply_lock:
+                if self._follower.changed(now=True):  # another thread may have switched meanwhile
+                    folder = self._follower.switch()
+                    log.info("the search index was replaced (a full rebuild?); now using %s", folder)
+                    with _lance_errors(f"open {folder}"):
+                        self._state_dir = folder
+                        self._db = run_async(lancedb.connect_async(str(folder / "lancedb")))
+                        self._meta = IndexMeta.read(self._state_dir)
+                        self._open_tables()
+                    self._cache.forget_known()
+                    self._own_version = None
+                    self._load_notes()  # twice-held ids are collapsed by the reconcile that follows
+                    self._switched = True
+        if self._switched and self.on_switch is not None and not self._writes.on_writer_thread():
+            self._switched = False
+            self.on_switch()
+
+    def needs_rebuild(self) -> bool:
+        """True when the stored vectors or derived columns were built by another model/layout."""
+        return self._meta.stale_for(self._embedder)
+
+    @property
+    def _dim(self) -> int:
+        return self._meta.dim_for(self._embedder)
+
+    def rebuild(self) -> int:
+        """Recompute every derived column and vector from the stored notes; returns the row count.
+
+        Vectors come from the embedding cache where the (model, text) pair was seen before.
+        """
+        self.wait_for_writes()
+        self._maintenance.wait()
+        with self.apply_lock, _lance_errors("rebuild the notes table"):
+            records = self.mirror.records()
+            run_async(self._db.drop_table("notes"))
+            self._create_notes_table()
+            vectors = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
+            for start in range(0, len(records), 1024):
+                chunk = records[start : start + 1024]
+                vectors[start : start + len(chunk)] = self._cache.vectors_for(
+                    [embedding_text(r) for r in chunk]
+                )
+                run_async(self._notes.add(self._rows(chunk, vectors[start : start + len(chunk)])))
+            self.mirror.replace(records, vectors)
+        self.maintenance()
+        return len(records)
+
+    # ----------------------------------------------------------------- writes
+
+    def upsert(self, records: Sequence[NoteRecord]) -> None:
+        """Insert or replace notes by id; applied in the background, visible to the next read.
+
+        Unchanged texts are never re-embedded.
+        """
+        if not records:
+            return
+        ids = [r.id for r in records]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("upsert got the same note id twice in one batch")
+        self._submit(UpsertNotes(list(records)))
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        """Remove notes from the index."""
+        ids = sorted(set(ids))
+        if ids:
+            self._submit(DeleteNotes(ids))
+
+    def _submit(self, op: WriteOp) -> None:
+        if self._closed:
+            raise IndexError_("the search index is closed")
+        self._writes.submit(op)
+
+    def wait_for_writes(self, timeout: float | None = None) -> None:
+        """Block until every write queued before this call is applied (reads call this first).
+
+        It first switches to a folder another process's full rebuild put in place, if any.
+        """
+        self._follow()
+        if not self._writes.wait(timeout):
+            raise IndexError_(f"the search index did not catch up with its writes within {timeout} s")
+
+    def writes_idle(self) -> bool:
+        """Nothing queued or being applied."""
+        return self._writes.idle
+
+    def _apply(self, batch: list[WriteOp]) -> None:
+        """The writer thread: apply ``batch`` in order, gathering each run of upserts into one
+        commit (a delete ends the run)."""
+        with self.apply_lock:
+            with suppress(IndexError_):  # a failed switch leaves the writes to fail and be retried
+                self._follow()
+            notes: dict[str, NoteRecord] = {}
+            for op in batch:
+                if isinstance(op, UpsertNotes):
+                    for record in op.records:
+                        notes.pop(record.id, None)
+                        notes[record.id] = record
+                else:
+                    self._store_notes(list(notes.values()))
+                    notes = {}
+                    gone = [r.path for r in self.mirror.get_many(op.ids).values()]
+                    self._guarded("delete notes", self._apply_delete, op.ids, gone)
+            self._store_notes(list(notes.values()))
+        self._maintenance.after_batch()
+
+    def _store_notes(self, records: list[NoteRecord]) -> None:
+        if records:
+            self._guarded("store notes", self._apply_upserts, records, [r.path for r in records])
+
+    def _guarded(self, action: str, apply: Any, arg: Any, paths: Sequence[str]) -> None:
+        """Run one write, retried a few times: a commit can lose a race to a background
+        compaction or another process. Each write is idempotent (a retry re-checks which notes
+        the table already holds), and memory changes only once LanceDB has the write.
+
+        A write that still fails is recorded for ``paths`` in :attr:`failed_writes` and the
+        ``on_write_failure`` hook is told: the vault has the notes, a reconcile writes them again.
+        """
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                with _lance_errors(action):
+                    apply(arg)
+                for path in paths:
+                    self.failed_writes.pop(path, None)
+                return
+            except IndexError_ as exc:
+                if attempt + 1 == _WRITE_ATTEMPTS:  # the vault has the note; a reconcile repairs it
+                    for path in paths:
+                        self.failed_writes[path] = str(exc)
+                    log.warning("%s (%d note(s) to write again)", exc, len(paths))
+                    if self.on_write_failure is not None and paths:
+                        try:
+                            self.on_write_failure()
+                        except Exception:  # a hook must never stop the writer
+                            log.exception("the index write-failure hook failed")
+                    return
+                log.debug("retrying after: %s", exc)
+                time.sleep(0.05 * 2**attempt)
+                with suppress(Exception):
+                    run_async(self._notes.checkout_latest())
+
+    def _apply_upserts(self, records: list[NoteRecord]) -> None:
+        vectors = self._vectors_for_records(records)
+        new = [r.id for r in records if r.id not in self.mirror]
+        # Another vaultmem process may have added a note this one has not seen yet.
+        present = self._ids_in_table(new) if new else set()
+        added = {i for i in new if i not in present}
+        fresh = [i for i, r in enumerate(records) if r.id in added]
+        known = [i for i, r in enumerate(records) if r.id not in added]
+        if fresh:
+            run_async(self._notes.add(self._rows([records[i] for i in fresh], vectors[fresh])))
+        if known:
+            merge = self._notes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            run_async(merge.execute(self._rows([records[i] for i in known], vectors[known])))
+        self._own_version = run_async(self._notes.version())
+        self.mirror.put(records, vectors)
+        for r in records:
+            self.timeline.add(r.id, r.project, r.created)
+        self._maintenance.pending_writes += 1
+
+    def _apply_delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 512):
+            run_async(self._notes.delete(sql_in("id", ids[start : start + 512])))
+        self.mirror.remove(ids)
+        for note_id in ids:
+            self.timeline.remove(note_id)
+        self._maintenance.pending_writes += 1
+
+    def _rows(self, records: Sequence[NoteRecord], vectors: npt.NDArray[np.float32]) -> pa.Table:
+        rows = [_schema.note_row(r, search_text(r), vectors[i]) for i, r in enumerate(records)]
+        return pa.Table.from_pylist(rows, schema=run_async(self._notes.schema()))
+
+    def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
+        """The ids among ``ids`` the notes table holds (written by another process, say)."""
+        run_async(self._notes.checkout_latest())  # what other processes committed since we looked
+        if run_async(self._notes.version()) == self._own_version:
+            return set()  # nothing was committed since this process's own last write
+        found: set[str] = set()
+        for start in range(0, len(ids), 512):
+            where = sql_in("id", ids[start : start + 512])
+            rows = run_async(self._notes.query().where(where).select(["id"]).to_arrow())
+            found.update(rows["id"].to_pylist())
+        return found
+
+    def _vectors_for_records(self, records: Sequence[NoteRecord]) -> npt.NDArray[np.float32]:
+        """Vectors of ``records``: the stored one when the embedded text did not change."""
+        out = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
+        todo: list[int] = []
+        for i, record in enumerate(records):
+            old = self.mirror.get(record.id)
+            vector = None
+            if old is not None and embedding_text(old) == embedding_text(record) and not self.needs_rebuild():
+                vector = self.mirror.vector(record.id)
+            if vector is None:
+                todo.append(i)
+            else:
+                out[i] = vector
+        if todo:
+            out[todo] = self._cache.vectors_for([embedding_text(records[i]) for i in todo])
+        return out
+
+    # ----------------------------------------------------------------- reads (from memory)
+
+    def get(self, note_id: str) -> NoteRecord | None:
+        """The note with this id, or None."""
+        self.wait_for_writes()
+        return self.mirror.get(note_id)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, NoteRecord]:
+        """The notes among ``ids`` that exist, by id."""
+        self.wait_for_writes()
+        return self.mirror.get_many(ids)
+
+    def ids_with_prefix(self, hexprefix: str, limit: int = 100) -> list[str]:
+        """Ids whose hex digits (hyphens removed, lower-case) start with ``hexprefix``, in id order."""
+        prefix = hexprefix.replace("-", "").lower()
+        if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+            raise InvalidInput(f"{hexprefix!r} is not a hexadecimal id prefix")
+        self.wait_for_writes()
+        found = [r.id for r in self.mirror.records() if r.id.replace("-", "").lower().startswith(prefix)]
+        return sorted(found)[:limit]
+
+    def path_hashes(self) -> dict[str, str]:
+        """``{vault-relative path: content_hash}`` of every indexed note (for reconcile)."""
+        self.wait_for_writes()
+        return self.mirror.path_hashes()
+
+    def settle_failed_writes(self, wanted: dict[str, str]) -> None:
+        """Forget recorded write failures of notes the index now holds as the vault does
+        (``wanted``: ``{path: content hash}``, absent paths meaning no note): written again by a
+        reconcile, or gone from both."""
+        self.wait_for_writes()
+        held = self.mirror.path_hashes(list(self.failed_writes))
+        for path in list(self.failed_writes):
+            if held.get(path) == wanted.get(path):
+                self.failed_writes.pop(path, None)
+
+    def path_hashes_for(self, paths: Sequence[str]) -> dict[str, str]:
+        """``{path: content_hash}`` of the indexed notes among ``paths``."""
+        self.wait_for_writes()
+        return self.mirror.path_hashes(paths)
+
+    def records_for_paths(self, paths: Sequence[str]) -> list[NoteRecord]:
+        """The indexed notes stored under any of ``paths``."""
+        self.wait_for_writes()
+        found = self.mirror.get_many(self.mirror.ids_for_paths(paths))
+        return [found[i] for i in sorted(found)]
+
+    def iter_records(self) -> Iterator[NoteRecord]:
+        """Every indexed note (order unspecified)."""
+        self.wait_for_writes()
+        yield from self.mirror.records()
+
+    def count(self) -> int:
+        """Number of indexed notes."""
+        self.wait_for_writes()
+        return len(self.mirror)
+
+    # ----------------------------------------------------------------- search
+
+    def search(
+        self,
+        query: str,
+        filters: SearchFilters | None = None,
+        k: int = 10,
+        *,
+        min_relevance: float | None = None,
+    ) -> SearchResult:
+        """Hybrid search (BM25 + vector, fused as configured); see :mod:`vaultmem.index.search`."""
+        return self.searcher.search(query, filters or SearchFilters(), k, min_relevance=min_relevance)
+
+    def search_bm25(self, query: str, filters: SearchFilters | None = None, k: int = 10) -> SearchResult:
+        """The full-text (BM25) leg alone."""
+        return self.searcher.search_bm25(query, filters or SearchFilters(), k)
+
+    def search_vector(
+        self, query: str | npt.NDArray[np.float32], filters: SearchFilters | None = None, k: int = 10
+    ) -> SearchResult:
+        """The vector leg alone; ``query`` is a text or an already-embedded vector."""
+        return self.searcher.search_vector(query, filters or SearchFilters(), k)
+
+    def probe(self) -> str | None:
+        """Read every part of the index once (rows, vectors, the full-text index) as a search
+        does; the error when one fails, None when the index can be searched."""
+        records = self.mirror.records()
+        # A word some note holds, so the full-text leg fetches a row (a query matching nothing
+        # reads no data files, and so passes on an index whose files are gone).
+        words = re.findall(r"[^\W_]{3,}", f"{records[0].title} {records[0].text}")[:1] if records else []
+        try:
+            self.count()
+            with _lance_errors("read a row"):
+                run_async(self._notes.query().limit(1).to_arrow())
+            self.search("vaultmem index check", k=1)
+            self.search_bm25(words[0] if words else "vaultmem index check", k=1)
+        except Exception as exc:  # LanceDB lets some errors through untranslated
+            return str(exc)
+        return None
+
+    # ----------------------------------------------------------------- maintenance
+
+    def maintenance(self, *, background: bool = False, fold: bool | None = True) -> None:
+        """Compact small fragments, fold new rows into the indices and prune old versions
+        (``fold=None`` folds only once enough rows lag, as runs started by writes do); in the
+        background unless told otherwise (:mod:`vaultmem.index.maintenance`)."""
+        if background:
+            self._maintenance.start(fold=fold)
+        else:
+            self._maintenance.run(fold=fold)
+
+    def maintain_if_behind(self, *, any_lag: bool = False) -> bool:
+        """Start background maintenance if the full-text index lags the table by enough rows
+        (:meth:`Maintenance.if_behind <vaultmem.index.maintenance.Maintenance.if_behind>`)."""
+        return self._maintenance.if_behind(any_lag=any_lag)
+
+    def wait_for_maintenance(self, timeout: float = 30.0) -> None:
+        """Block until a background maintenance run (if any) finishes."""
+        self._maintenance.wait(timeout)
+
+    def table_paths(self) -> list[Path]:
+        """The folders of the index's tables (what maintenance compacts and prunes)."""
+        return [self._state_dir / "lancedb" / f"{name}.lance" for name in _TABLES]
+
+    def flush_cache(self) -> None:
+        """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""
+        with _lance_errors("flush the embedding cache"):
+            self._cache.flush()
+
+    def reopen_tables(self) -> None:
+        """Swap in a fresh connection and table handles (call with :attr:`apply_lock` held).
+
+        A LanceDB handle keeps every index version it has seen open, with its caches: one file
+        descriptor per FTS rebuild and a steadily growing RSS in a long-running daemon (found by
+        the soak test). Reopening after maintenance lets them go; a search still running on the
+        old handle keeps it until it finishes.
+        """
+        with _lance_errors("reopen its tables"):
+            db = run_async(lancedb.connect_async(str(self._state_dir / "lancedb")))
+            notes, embeddings = (run_async(db.open_table(name)) for name in _TABLES)
+            self._db, self._notes, self._cache.table = db, notes, embeddings
+
+    def unindexed_rows(self) -> int:
+        """Rows of the notes table the full-text index does not cover yet (scanned, not looked up)."""
+        with _lance_errors("read its full-text index statistics"):
+            stats = run_async(self._notes.index_stats(_schema.FTS_INDEX))
+        return 0 if stats is None else int(stats.num_unindexed_rows)
+
+    def close(self) -> None:
+        """Apply queued writes, flush queued cache rows and wait for background work."""
+        if self._closed:
+            return
+        self._closed = True
+        self._writes.close()
+        self._maintenance.close()
+        self._warmup.join()
+        try:
+            with self.apply_lock:
+                self.flush_cache()
+        except IndexError_ as exc:  # a full disk, say: the cache is derived, the next run re-embeds
+            log.warning("%s", exc)
+        finally:
+            self._follower.close()

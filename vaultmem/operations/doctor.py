@@ -1,0 +1,123 @@
+"""``vaultmem doctor``: is the vault, its index and its git history consistent? Reads only."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.config import Settings
+from vaultmem.errors import VaultError
+from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.history import GitRepo
+from vaultmem.vault.layout import VaultLayout, is_conflict_copy
+from vaultmem.vault.reading import shown
+
+if TYPE_CHECKING:
+    from vaultmem.index.note_index import NoteIndex
+
+_WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+
+
+#: Below this much free space under the state directory, doctor warns that index writes may fail.
+LOW_SPACE_MIB = 64.0
+
+
+@dataclass
+class DoctorReport:
+    notes: int = 0
+    malformed: dict[str, str] = field(default_factory=dict)
+    #: Files named like notes that are never read: a name that is not UTF-8, a pipe, a socket.
+    skipped: dict[str, str] = field(default_factory=dict)
+    conflict_copies: list[str] = field(default_factory=list)
+    dangling_links: list[dict[str, str]] = field(default_factory=list)
+    #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
+    index_exists: bool = False
+    index_rows: int = 0
+    index_missing: list[str] = field(default_factory=list)
+    index_stale: list[str] = field(default_factory=list)
+    index_extra: list[str] = field(default_factory=list)
+    index_needs_rebuild: bool = False
+    uncommitted: list[str] = field(default_factory=list)
+    #: Free space on the state directory's disk, MiB (an index write fails when it runs out).
+    state_free_mib: float | None = None
+    #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
+    git_locks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def stale_git_locks(self) -> list[dict[str, Any]]:
+        """Locks no process holds, older than the lock timeout: left by a git killed mid-commit."""
+        return [lock for lock in self.git_locks if lock["stale"]]
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.malformed or self.skipped or self.conflict_copies or self.dangling_links
+            or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
+            or self.uncommitted or self.stale_git_locks
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, **asdict(self)}
+
+
+def _frontmatter_links(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return _WIKILINK.findall(value)
+    if isinstance(value, list):
+        return [t for v in value for t in _frontmatter_links(v)]
+    return []
+
+
+def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, repo: GitRepo) -> DoctorReport:
+    report = DoctorReport()
+    entries = list(catalog.entries())
+    report.notes = len(entries)
+    report.malformed = dict(catalog.problems)
+    report.skipped = dict(catalog.skipped)
+    # Listed for the person to merge by hand (memory_status's health check can report the same list).
+    paths = {e.path for e in entries} | set(catalog.problems)
+    report.conflict_copies = sorted(p for p in paths if is_conflict_copy(p))
+    stems = {e.slug.lower() for e in entries} | {e.path.removesuffix(".md").lower() for e in entries}
+    for entry in entries:
+        note = read_note(layout, entry.path)
+        meta = note.text.meta if note.text is not None else {}
+        for key, value in meta.items():
+            for target in _frontmatter_links(value):
+                name = target.strip().removesuffix(".md").lower()
+                if name not in stems:
+                    report.dangling_links.append({"path": entry.path, "property": key, "target": target})
+    if index is not None:
+        report.index_exists = True
+        hashes = index.path_hashes()
+        report.index_rows = len(hashes)
+        report.index_needs_rebuild = index.needs_rebuild()
+        wanted = {e.path: e.content_hash for e in entries}
+        report.index_missing = sorted(p for p in wanted if p not in hashes)
+        report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
+        report.index_extra = sorted(p for p in hashes if p not in wanted)
+    report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
+    report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
+    with contextlib.suppress(OSError):
+        report.state_free_mib = round(shutil.disk_usage(layout.state_dir).free / 2**20, 1)
+    return report
+
+
+def diagnose_vault(settings: Settings) -> DoctorReport:
+    """:func:`diagnose` the vault ``settings`` name, opening its index only if one exists."""
+    layout = VaultLayout(settings.vault, settings.state_dir)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
+    if not layout.root.is_dir() or not repo.is_repo():
+        raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
+    catalog = Catalog(layout)
+    catalog.scan()
+    from vaultmem.index.opening import open_existing_index
+
+    index = open_existing_index(settings)
+    try:
+        return diagnose(layout, catalog, index, repo)
+    finally:
+        if index is not None:
+            index.close()

@@ -1,0 +1,174 @@
+"""Keeping the index and the edge graph in step with the vault: reconcile, watch, write again.
+
+:class:`IndexKeeper` reconciles at start and at every rescan, brings single paths up to date for
+the watcher, commits a person's edits through the vault's writer, writes again what an index write
+failed to write (1 s after the failure, backing off to 30 s), and reconciles after another process
+rebuilt the index. :func:`rebuild_index` is ``vaultmem reindex --full``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from vaultmem.config import Settings
+from vaultmem.errors import IndexError_
+from vaultmem.index import location
+from vaultmem.index.embedder import Embedder
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.opening import calibration_for
+from vaultmem.sync.graph import EdgeGraph
+from vaultmem.sync.reconcile import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.watcher import VaultWatcher
+from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.layout import VaultLayout, is_side_file
+from vaultmem.vault.writer import VaultWriter
+
+log = logging.getLogger(__name__)
+#: Seconds to the first reconcile after an index write failed, and the most between two retries.
+RETRY_FIRST = 1.0
+RETRY_MAX = 30.0
+
+
+class IndexKeeper:
+    """Brings one vault's index and edge graph up to date, and keeps them so while it watches."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        layout: VaultLayout,
+        catalog: Catalog,
+        writer: VaultWriter,
+        index: NoteIndex,
+        graph: EdgeGraph,
+    ) -> None:
+        self.settings = settings
+        self.layout = layout
+        self.catalog = catalog
+        self.writer = writer
+        self.index = index
+        self.graph = graph
+        self.watcher: VaultWatcher | None = None
+        writer.add_listener(IndexListener(index, graph))
+        # Index writes that failed (a full disk under the state directory) are written again by a
+        # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
+        self._retry_lock = threading.Lock()
+        self._retry_delay = RETRY_FIRST
+        self._retry_scheduled = False
+        index.on_write_failure = self._index_write_failed
+        # Another process rebuilt the index (`reindex --full`): this one switched to the new folder;
+        # what it wrote meanwhile (in its catalog, not in the new index) is written there now.
+        index.on_switch = self._index_switched
+        # Opening the writer has just scanned the catalog: the first reconcile need not again.
+        self._catalog_fresh = True
+
+    def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
+        """Make the index equal the vault (the catalog is rescanned first unless told not to).
+
+        Only the catalog rescan holds the write lock (decisions must not see it half built); the
+        index work runs beside the agents' writes.
+        """
+        first = self._catalog_fresh  # the reconcile that follows opening
+        if rescan_vault and not self._catalog_fresh:
+            with self.writer.paused():
+                self.catalog.scan()
+        self._catalog_fresh = False
+        if self.index.needs_rebuild():
+            self.index.rebuild()
+        report = reconcile(self.layout, self.catalog, self.index, progress=progress, edges=self.graph)
+        try:  # rows earlier processes left out of the full-text index (see maintain_if_behind);
+            # at start any lag, so the index a start (or a crash recovery) leaves ranks exactly as
+            # a fresh build would; later rescans only when it matters
+            self.index.maintain_if_behind(any_lag=first)
+        except IndexError_ as exc:
+            log.warning("%s", exc)
+        return report
+
+    def sync_path(self, rel: str) -> str:
+        """One watched path: catalog and index brought up to date (the catalog locks itself).
+
+        A side file (a slot or a project.yaml: not a note) has nothing to index; ``changed`` has the
+        watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
+        """
+        if is_side_file(rel):
+            return "skipped" if self.layout.skip_reason(rel) else "changed"
+        return sync_path(self.layout, self.catalog, self.index, rel, self.graph)
+
+    def _rescan(self) -> list[str]:
+        report = self.reconcile()
+        self.index.wait_for_writes()  # the reconcile's own writes: did they land?
+        with self._retry_lock:
+            if self.index.failed_writes:
+                self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+                self._retry_scheduled = self.watcher is not None
+                if self.watcher is not None:
+                    self.watcher.rescan_soon(self._retry_delay)
+            else:
+                self._retry_delay, self._retry_scheduled = RETRY_FIRST, False
+        return [*report.indexed, *report.removed]
+
+    def _index_switched(self) -> None:
+        self.reconcile(rescan_vault=False)
+
+    def _index_write_failed(self) -> None:
+        """The index writer gave up on a write: reconcile soon (the vault has the notes)."""
+        with self._retry_lock:
+            if self._retry_scheduled or self.watcher is None:
+                return  # a retry is due already; a one-shot command reconciles at its next start
+            self._retry_scheduled = True
+            delay = self._retry_delay
+        self.watcher.rescan_soon(delay)
+
+    def start_watching(self) -> VaultWatcher:
+        watcher = VaultWatcher(
+            self.settings.vault,
+            self.settings.state_dir,
+            sync_path=self.sync_path,
+            rescan=self._rescan,
+            commit=self.writer.commit_hand_edits,
+            quiet_period=self.settings.commit_quiet_period,
+            rescan_interval=self.settings.rescan_interval,
+        )
+        watcher.start()
+        self.watcher = watcher
+        return watcher
+
+    def stop_watching(self) -> None:
+        """Stop the watcher (it commits the hand edits still waiting for their quiet period)."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+
+
+def rebuild_index(
+    settings: Settings,
+    layout: VaultLayout,
+    catalog: Catalog,
+    embedder: Embedder,
+    progress: Progress | None = None,
+) -> tuple[ReconcileReport, int]:
+    """Build the whole index anew from the vault and make it the current one (``reindex --full``);
+    return the reconcile's report and the number of notes indexed.
+
+    The new index is built in a folder of its own beside the current one, which processes that
+    have it open (a running daemon) go on using meanwhile; pointing the state directory at the new
+    folder is one atomic rename, and each of them switches on its next read
+    (:mod:`vaultmem.index.location`). Nothing is deleted under another process's feet.
+    """
+    folder, held = location.new_folder(settings.state_dir)
+    try:
+        index = NoteIndex(folder, embedder, calibration=calibration_for(settings))
+        try:
+            report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog))
+            index.maintenance()  # every row in the full-text index before anyone searches it
+            rows = index.count()
+        finally:
+            index.close()
+        location.point_at(settings.state_dir, folder)
+    except BaseException:
+        location.release(held)
+        location.remove_if_unused(folder)
+        raise
+    location.release(held)
+    location.sweep(settings.state_dir)  # the old folder, unless a running process still holds it
+    return report, rows

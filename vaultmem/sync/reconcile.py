@@ -1,0 +1,189 @@
+"""Turn notes into index records, and reconcile the index with the vault.
+
+The vault is the source of truth: :func:`reconcile` makes the index's (path, content hash) set equal
+the vault's, re-reading only files whose hash differs. A malformed note is reported and left out of
+the index, never rewritten.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vaultmem.errors import MalformedNote, VaultmemError
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.records import NoteRecord
+from vaultmem.notes.model import Note
+from vaultmem.sync.graph import EdgeGraph, index_id
+from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy
+from vaultmem.vault.reading import shown
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+#: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
+CONFLICT_COPY_TAG = "conflict-copy"
+
+
+def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
+    """The index record of a note (under :func:`index_id`); a conflict copy is flagged with the
+    ``conflict-copy`` tag."""
+    note_id = index_id(note, catalog)
+    tags = (*note.tags, CONFLICT_COPY_TAG) if is_conflict_copy(note.path) else note.tags
+    return NoteRecord(
+        id=note_id,
+        path=note.path,
+        slug=note.slug,
+        title=note.title,
+        kind=note.kind,
+        status=note.status,
+        project=note.project,
+        tags=tags,
+        text=note.body,
+        content_hash=note.content_hash,
+        created=note.created or "",
+        updated=note.updated or note.created or "",
+    )
+
+
+class IndexListener:
+    """Keeps the index current with the service's own writes (read your writes)."""
+
+    def __init__(self, index: NoteIndex, edges: EdgeGraph | None = None) -> None:
+        self.index = index
+        self.edges = edges
+
+    def note_written(self, note: Note) -> None:
+        self.notes_written([note])
+
+    def notes_written(self, notes: list[Note]) -> None:
+        """A batch written as one action: one index upsert, then the edges of every note."""
+        self.index.upsert([record_for(n) for n in notes])
+        if self.edges is not None:
+            self.edges.update_many(notes)
+
+
+@dataclass
+class ReconcileReport:
+    """What a reconcile found and did."""
+
+    indexed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    malformed: dict[str, str] = field(default_factory=dict)
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.indexed or self.removed)
+
+
+def reconcile(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    *,
+    batch: int = 128,
+    progress: Progress | None = None,
+    edges: EdgeGraph | None = None,
+) -> ReconcileReport:
+    """Bring the index to the vault's state: upsert changed paths, delete vanished ones.
+
+    The catalog must be current (``catalog.scan()`` compares mtime and size, then parses what
+    changed); this compares its content hashes with the index's and re-reads only the differences.
+    """
+    report = ReconcileReport(malformed=dict(catalog.problems))
+    indexed = index.path_hashes()
+    wanted = {e.path: e.content_hash for e in catalog.entries()}
+    stale = [p for p, h in wanted.items() if indexed.get(p) != h]
+    gone = [p for p in indexed if p not in wanted]
+    report.unchanged = len(wanted) - len(stale)
+    if gone:
+        ids = [r.id for r in index.records_for_paths(gone)]
+        index.delete_ids(ids)
+        report.removed.extend(gone)
+    total = len(stale)
+    pending: list[NoteRecord] = []
+    done = 0
+    for rel in stale:
+        try:
+            note = read_note(layout, rel)
+        except MalformedNote as exc:
+            report.malformed[rel] = str(exc)
+            continue
+        pending.append(record_for(note, catalog))
+        if len(pending) >= batch:
+            index.upsert(pending)
+            done += len(pending)
+            report.indexed.extend(r.path for r in pending)
+            pending = []
+            if progress:
+                progress(done, total)
+    if pending:
+        index.upsert(pending)
+        done += len(pending)
+        report.indexed.extend(r.path for r in pending)
+    if progress:
+        progress(done, total)
+    if edges is not None and (report.changed or not edges.primed):
+        edges.rebuild(layout)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
+    return report
+
+
+def sync_path(
+    layout: VaultLayout, catalog: Catalog, index: NoteIndex, rel: str, edges: EdgeGraph | None = None
+) -> str:
+    """Bring one path's catalog entry and index row up to date.
+
+    Returns what happened: ``unchanged`` (the daemon's own write, or nothing new), ``indexed``,
+    ``removed``, ``malformed`` (reported, left out of the index), ``unreadable`` (a name that is not
+    UTF-8: reported, never read) or ``skipped`` (a pipe, socket or device: reported, never opened).
+    """
+    full = layout.root / rel
+    reason = layout.skip_reason(rel)
+    if reason is not None:
+        catalog.refresh(rel)  # records why in catalog.skipped
+        rows = index.records_for_paths([rel])
+        if rows:  # a note replaced by a pipe, say
+            index.delete_ids([r.id for r in rows])
+        log.warning("%s", reason)
+        return "unreadable" if bad_name_reason(rel) is not None else "skipped"
+    if not full.is_file():
+        had = catalog.by_path(rel) is not None or rel in catalog.problems or shown(rel) in catalog.skipped
+        catalog.forget_path(rel)
+        rows = index.records_for_paths([rel])
+        if rows:
+            index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
+            for row in rows:
+                if edges is not None:
+                    edges.forget(row.id)
+        return "removed" if (had or rows) else "unchanged"
+    try:
+        note = read_note(layout, rel)
+    except MalformedNote as exc:
+        catalog.refresh(rel)
+        rows = index.records_for_paths([rel])
+        if rows:
+            index.delete_ids([r.id for r in rows])
+        log.warning("%s", exc)
+        return "malformed"
+    known = catalog.by_path(rel)
+    if known is not None and known.content_hash == note.content_hash:
+        # Already known at this exact content: the daemon's own write (its pipeline updates the
+        # index), or an event for a file that did not change. No index query on this hot path.
+        return "unchanged"
+    catalog.refresh(rel)
+    record = record_for(note, catalog)
+    try:
+        replaced = [r.id for r in index.records_for_paths([rel]) if r.id != record.id]
+        if replaced:  # the id in the file was edited by hand: drop the row under the old id
+            index.delete_ids(replaced)
+        index.upsert([record])
+        if edges is not None:
+            edges.update(note)
+    except VaultmemError as exc:
+        log.warning("could not index %s: %s", rel, exc)
+        raise
+    return "indexed"

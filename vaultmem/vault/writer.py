@@ -1,0 +1,370 @@
+"""The vault's write path, owned by one object: decide, stage, install, acknowledge, commit.
+
+:class:`VaultWriter` alone holds the thread lock and the cross-process lock, the keys of the
+writes in flight, the generation marker that tells this process another one wrote, the listeners
+(the search index) and the commit queue. Every write of every operation goes through
+:meth:`VaultWriter.run`: its ``decide`` (a planner, see :mod:`vaultmem.vault.plan`) runs under the
+locks and returns a plan; the files are staged (temp file, fsync) without the lock, in parallel, so
+a failure while staging leaves the vault as it was; the renames then run back to back under the
+lock, each folder is fsynced, the listeners are told before the call returns, and one commit
+records the whole plan (``docs/architecture.md``, "The write pipeline").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from vaultmem.errors import GitLocked, VaultmemError
+from vaultmem.notes.ids import derived_id, uuid7
+from vaultmem.notes.model import Note
+from vaultmem.vault.atomic import sweep_temp_files
+from vaultmem.vault.catalog import Catalog, file_hash
+from vaultmem.vault.history import CommitWriter, GitRepo, hand_edit_message, names_in_subject
+from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
+from vaultmem.vault.locks import ProcessLock
+from vaultmem.vault.plan import FileWrite, Plan, WriteKey
+from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+#: Files staged in parallel (their fsyncs overlap instead of queuing).
+STAGE_THREADS = 16
+#: Notes named one per line in a batch commit message before it summarises the rest.
+MESSAGE_LINES = 2000
+_GENERATION_BYTES = 64
+
+
+class NoteListener(Protocol):
+    """Told about every note written, before the write returns (the search index listens)."""
+
+    def notes_written(self, notes: list[Note]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Written(Generic[R]):
+    """What a write wrote (the notes, not the side files) and the answer its plan gave."""
+
+    notes: list[Note]
+    result: R
+
+    def note_at(self, rel: str) -> Note:
+        return next(n for n in self.notes if n.path == rel)
+
+
+class VaultWriter:
+    """The one writer of a vault's files (and, through its commit queue, of its git history)."""
+
+    def __init__(
+        self,
+        layout: VaultLayout,
+        repo: GitRepo,
+        catalog: Catalog,
+        store: NoteStore,
+        *,
+        lock_timeout: float,
+        background_commits: bool = True,
+    ) -> None:
+        self.layout = layout
+        self.repo = repo
+        self.catalog = catalog
+        self.store = store
+        self.lock_timeout = lock_timeout
+        # Decisions serialise on the thread lock; the process lock keeps other vaultmem processes
+        # out from a decision until its file is in place.
+        self._lock = threading.RLock()
+        self._process_lock = ProcessLock(layout.state_dir / "write.lock", lock_timeout)
+        self._inflight: dict[WriteKey, threading.Event] = {}
+        self._listeners: list[NoteListener] = []
+        #: The commit queue: one thread commits, grouping what queued meanwhile.
+        self.commits = CommitWriter(repo)
+        # Bumped under the process lock by every write of every vaultmem process on this vault: a
+        # value other than the last one seen means another process wrote, so rescan the catalog.
+        self._generation_file = layout.state_dir / "write.generation"
+        self._generation = ""
+        self._gen_fd: int | None = None
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        with self._process_lock, self._lock:
+            sweep_temp_files(layout.root, IGNORED_DIRS)
+            repo.sweep_pathspec_files()
+            self._commit_found_at_start()
+            catalog.scan()
+            self._generation = self._read_generation()
+        if background_commits:
+            self.commits.start()
+
+    def _commit_found_at_start(self) -> None:
+        """Commit what was written but not committed (a crash) or edited while vaultmem was stopped.
+
+        A git lock that a running process holds does not stop the start: the commit waits in the
+        queue and lands once git is free (a stale lock is removed by the attempt itself).
+        """
+        paths = [p for p in self.repo.pending_changes() if not is_never_committed(p)]
+        if not paths:
+            return
+        message = (
+            f"vaultmem: record changes found at start: {names_in_subject(paths)}\n\n"
+            "Writes acknowledged before a crash, or edits made while vaultmem was stopped.\n"
+        )
+        try:
+            if self.repo.commit_paths(paths, message):
+                log.info("committed %d change(s) found at start", len(paths))
+        except GitLocked as exc:
+            log.warning("%s; vaultmem serves meanwhile and commits the changes found at start later", exc)
+            self.commits.defer(paths, message)
+
+    def add_listener(self, listener: NoteListener) -> None:
+        self._listeners.append(listener)
+
+    # -- the pipeline ---------------------------------------------------------------------------
+    def run(
+        self,
+        decide: Callable[[], Plan[R]],
+        *,
+        tool: str,
+        summary: str = "",
+        keys: Sequence[WriteKey] = (),
+        subject: Callable[[R], str] | None = None,
+        single: bool = False,
+        wait_commit: bool = False,
+    ) -> Written[R]:
+        """Decide, stage, install and commit one plan; return the notes written and its answer.
+
+        ``decide`` runs under the locks once no write sharing one of ``keys`` (or one of the plan's
+        paths) is in flight. The commit message names ``tool`` and every file written; its subject
+        is ``<tool>: <summary>`` and the notes' names, or what ``subject`` makes of the answer.
+        With ``single``, a plan writing one note is worded as a memory tool's write (its action,
+        slug, id, path, kind, project and status).
+        """
+        self._process_lock.acquire()
+        held: list[WriteKey] = []
+        done = threading.Event()
+        try:
+            self._catch_up()
+            while True:
+                with self._lock:
+                    busy = next((self._inflight[k] for k in keys if k in self._inflight), None)
+                    if busy is None:
+                        with self.store.recording() as read:
+                            plan = decide()
+                        if not plan.writes:
+                            return Written([], plan.result)
+                        paths = [WriteKey.path(w.rel) for w in plan.writes]
+                        busy = next((self._inflight[k] for k in paths if k in self._inflight), None)
+                        if busy is None:
+                            held = [*keys, *paths]
+                            for k in held:
+                                self._inflight[k] = done
+                            break
+                busy.wait(timeout=self.lock_timeout)
+            staged = [StagedWrite(self.store, w.rel, w.text) for w in plan.writes]
+            try:
+                _stage_all(staged)
+                with self._lock:
+                    self._check_unchanged(plan.writes, read)
+                    notes, side = self._install_all(staged, plan.writes, read)
+                    self._bump_generation()
+                    if single and len(notes) == 1 and not side:
+                        text = note_message(notes[0], tool, plan.writes[0].action)
+                    else:
+                        words = subject(plan.result) if subject is not None else None
+                        text = batch_message(tool, summary, notes, plan, side, words)
+                    future = self.commits.submit([*(n.path for n in notes), *side], text)
+            except BaseException:
+                for s in staged:
+                    s.discard()
+                raise
+            finally:
+                with self._lock:
+                    for k in held:
+                        self._inflight.pop(k, None)
+                    done.set()
+        finally:
+            self._process_lock.release()
+        for directory in {s.path.parent: s for s in staged}.values():
+            directory.sync_directory()
+        self._tell_listeners(notes)
+        if wait_commit:
+            future.result(timeout=120)
+        return Written(notes, plan.result)
+
+    def name_taken(self, directory: str, slug: str) -> bool:
+        """Whether a new note in ``directory`` may not be called ``slug``: a note, or a write in
+        flight, already has that file name in that folder *or anywhere else in the vault*
+        (compared case-insensitively). Names are kept unique vault-wide so that a bare
+        ``[[slug]]`` link, Obsidian's shortest form, never becomes ambiguous because vaultmem
+        wrote a note (a planner asks it, under the write lock)."""
+        if self.catalog.name_taken(directory, slug) or self.catalog.paths_named(slug):
+            return True
+        return any(key.names_file(f"{slug}.md") for key in self._inflight)
+
+    def _check_unchanged(self, writes: list[FileWrite], read: dict[str, str]) -> None:
+        """Refuse the plan if a file it replaces changed since the decision read it (under the
+        lock, just before the renames).
+
+        A person's save landing while the new version was being staged would otherwise be
+        overwritten. Nothing is written then, and the error says to run the call again (it will
+        read the new text). Each ``StagedWrite.install`` checks its file through the descriptor it
+        keeps across its rename; a plan of several is also checked here first, so that a change
+        to its last file cannot leave the first ones renamed (a partial write).
+        """
+        replaced = [w for w in writes if not w.create and w.rel in read]
+        if len(replaced) < 2:  # one file: StagedWrite.install checks it, nothing else to keep whole
+            return
+        changed = [w.rel for w in replaced if file_hash(self.layout.root / w.rel) != read[w.rel]]
+        if changed:
+            raise changed_on_disk(changed[0], len(changed) - 1)
+
+    def _install_all(
+        self, staged: list[StagedWrite], writes: list[FileWrite], read: dict[str, str]
+    ) -> tuple[list[Note], list[str]]:
+        """Rename every staged file into place; return the notes written and the side files' paths."""
+        notes: list[Note] = []
+        side: list[str] = []
+        try:
+            for s, w in zip(staged, writes, strict=True):
+                note = s.install(create=w.create, parsed=w.text, expected=read.get(w.rel))
+                if w.note:
+                    self.catalog.put(note)
+                    notes.append(note)
+                else:
+                    side.append(w.rel)
+        except VaultmemError:
+            # A file appeared where a new note was going (written by hand meanwhile): the ones
+            # already renamed are real files on disk, so they are kept and committed.
+            done = [*(n.path for n in notes), *side]
+            if done:
+                names = names_in_subject([*(n.slug for n in notes), *side])
+                self.commits.submit(done, f"vaultmem: partial batch of {len(done)} files: {names}")
+            raise
+        return notes, side
+
+    def _tell_listeners(self, notes: list[Note]) -> None:
+        for listener in self._listeners:
+            try:
+                listener.notes_written(notes)
+            except VaultmemError as exc:  # the notes are safe on disk; the index catches up later
+                log.warning("index update failed for a batch of %d notes: %s", len(notes), exc)
+
+    # -- other vaultmem processes on this vault -------------------------------------------------
+    def _generation_fd(self) -> int:
+        if self._gen_fd is None:
+            self._gen_fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o600)
+        return self._gen_fd
+
+    def _read_generation(self) -> str:
+        try:
+            return os.pread(self._generation_fd(), _GENERATION_BYTES, 0).decode("ascii", "replace").strip()
+        except OSError:
+            return ""
+
+    def _catch_up(self) -> None:
+        """Rescan the catalog if another process wrote since this one last looked (process lock held)."""
+        with self._lock:
+            seen = self._read_generation()
+            if seen != self._generation:
+                self.catalog.scan()  # mtime-cached: only the files that changed are parsed
+                self._generation = seen
+
+    def _bump_generation(self) -> None:
+        """Tell the other processes this one wrote (process lock and thread lock held).
+
+        The marker is rewritten in place: it is read only under the same cross-process lock, so it
+        needs neither a rename nor an fsync (it is a hint for this boot, not durable state).
+        """
+        value = f"{os.getpid()}-{uuid7()}"
+        try:
+            os.pwrite(self._generation_fd(), value.ljust(_GENERATION_BYTES).encode("ascii"), 0)
+        except OSError as exc:  # the note is written; other processes rescan on their own start
+            log.warning("could not update %s: %s", self._generation_file, exc)
+        self._generation = value
+
+    # -- around the pipeline --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No write of this process decides while the block runs (a catalog rescan; a sync round's
+        merge also needs the process lock, :meth:`holding`)."""
+        with self._lock:
+            yield
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """No write of any vaultmem process on this vault runs while the block does."""
+        with self._process_lock, self._lock:
+            yield
+
+    def commit_hand_edits(self, paths: list[str]) -> None:
+        """Queue the commit of a person's edits the watcher saw (``hand edit: <path>``, ...)."""
+        root = self.layout.root
+        deleted = {p for p in paths if not os.path.lexists(root / p)}
+        self.commits.submit(paths, hand_edit_message(paths, deleted), record=False)
+
+    def close(self) -> None:
+        """Commit everything pending and save derived state.
+
+        A commit that still fails (git locked) raises GitError after the queue has stopped; the
+        files are safe on disk and the next start commits them.
+        """
+        try:
+            self.commits.flush()
+        finally:
+            self.commits.close()
+            self.catalog.save_cache()
+            if self._gen_fd is not None:
+                os.close(self._gen_fd)
+                self._gen_fd = None
+
+
+def _stage_all(staged: list[StagedWrite]) -> None:
+    if len(staged) <= 2:
+        for s in staged:
+            s.stage()
+        return
+    with ThreadPoolExecutor(max_workers=min(STAGE_THREADS, len(staged))) as pool:
+        for future in [pool.submit(s.stage) for s in staged]:
+            future.result()
+
+
+def note_message(note: Note, tool: str, action: str) -> str:
+    """A memory tool's commit message: the tool, the action, the note, its id, kind and project."""
+    return (
+        f"{tool}: {action} {note.slug}\n\n"
+        f"tool: {tool}\nid: {note.id or derived_id(note.path)}\nslug: {note.slug}\npath: {note.path}\n"
+        f"kind: {note.kind}\nproject: {note.project or '-'}\nstatus: {note.status}\n"
+    )
+
+
+def batch_message(
+    tool: str,
+    summary: str,
+    notes: list[Note],
+    plan: Plan[R],
+    side: Sequence[str] = (),
+    subject: str | None = None,
+) -> str:
+    """A commit message naming the tool, the action and every file written (notes: id, slug, path).
+
+    The subject names the notes too (``memory_store: create espresso-ratio``; several:
+    ``memory_store: bulk_create 5 thoughts: a, b, c and 2 more``), so ``git log --oneline`` reads
+    as an audit trail; ``subject`` replaces it when the caller can say more (a link's two ends).
+    """
+    actions = {w.rel: w.action for w in plan.writes}
+    lines = [f"- {actions.get(rel, 'edit')} {rel}" for rel in side]
+    lines += [
+        f"- {actions.get(n.path, 'edit')} {n.slug} id={n.id} path={n.path}" for n in notes[:MESSAGE_LINES]
+    ]
+    if len(notes) > MESSAGE_LINES:
+        lines.append(f"- ... and {len(notes) - MESSAGE_LINES} more")
+    body = "\n".join(lines)
+    if subject is None:
+        names = [n.slug for n in notes] or list(side)  # side files named when no note was written
+        subject = f"{tool}: {summary}" + (
+            f" {names[0]}" if len(names) == 1 else f": {names_in_subject(names)}" if names else ""
+        )
+    return f"{subject}\n\ntool: {tool}\nfiles: {len(notes) + len(side)}\n\n{body}\n"
