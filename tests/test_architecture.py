@@ -143,6 +143,6 @@ def test_the_checks_see_an_upward_import_and_a_private_use(tmp_path: Path) -> No
     probe.write_text(
         "from vaultmem.memory import Memory\n\ndef f(x):\n    return x._hidden\n", encoding="utf-8"
     )
-    assert _private_uses(probe) == ["probe.py:2 ._hidden"]
+    assert _private_uses(probe) == ["probe.py:4 ._hidden"]
     assert LAYERS.index(layer_of("vaultmem.memory")) > LAYERS.index(layer_of("vaultmem.vault.writer"))
     assert "vaultmem.vault.writer" in GRAPH["vaultmem.memory"]
