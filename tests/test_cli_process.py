@@ -99,3 +99,36 @@ def test_the_cli_finds_the_default_vault_from_any_folder(isolated_home: Path, tm
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["results"], found.stdout
     assert not (elsewhere / "vault").exists()
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_a_folder_inside_another_git_repository_is_not_taken_for_a_vault(tmp_path: Path) -> None:
+    """Notes kept in a project's repository: `vaultmem append --vault project/notes` must not commit
+    into the project's repository, and `vaultmem init project/notes` must not commit the project's
+    own pending changes (`git add -A` there took the whole repository)."""
+    project = tmp_path / "project"
+    (project / "notes").mkdir(parents=True)
+    _git(project, "init", "-q")
+    (project / "main.py").write_text("print('hi')\n", encoding="utf-8")
+    _git(project, "add", "main.py")
+    _git(project, "-c", "user.name=p", "-c", "user.email=p@example.invalid", "commit", "-qm", "start")
+    (project / "main.py").write_text("print('work in progress')\n", encoding="utf-8")
+    (project / "notes" / "idea.md").write_text("An idea of mine.\n", encoding="utf-8")
+    before = _git(project, "status", "--porcelain"), _git(project, "log", "--oneline")
+
+    refused = vaultmem(project / "notes", "append", "--kind", "reference", "The kettle is blue.")
+    assert refused.returncode != 0
+    assert "vaultmem init" in refused.stderr and "repository of its own" in refused.stderr
+    assert (_git(project, "status", "--porcelain"), _git(project, "log", "--oneline")) == before
+
+    made = vaultmem(tmp_path, "init", str(project / "notes"))
+    assert made.returncode == 0, made.stderr
+    assert (project / "notes" / ".git").is_dir()  # a repository of the vault's own
+    assert _git(project, "log", "--oneline") == before[1]
+    assert " M main.py" in _git(project, "status", "--porcelain")  # the person's change, untouched
+    assert (project / "notes" / "idea.md").read_text(encoding="utf-8") == "An idea of mine.\n"
+    assert _git(project / "notes", "log", "--format=%s")  # the vault's first commit is its own

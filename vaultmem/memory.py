@@ -86,7 +86,8 @@ class Memory:
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
         if not repo.is_repo():
             raise VaultError(
-                f"{layout.root} is not a git repository; run `vaultmem init {layout.root}` "
+                f"{layout.root} is not the top of a git repository of its own; run "
+                f"`vaultmem init {layout.root}` "
                 "to make it a vault (existing notes are kept)"
             )
         if index:

@@ -111,14 +111,14 @@ def test_parsing_a_huge_note_does_not_split_its_whole_body_into_lines() -> None:
     from vaultmem.notes.frontmatter import MalformedNote, parse
 
     body = "word " * 2_000_000
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU time: a loaded machine cannot fail it
     assert parse("---\ntitle: big\n---\n" + body).meta == {"title": "big"}
     try:
         parse("---\nk: " + "v" * 10_000_000 + "\n---\nb\n")
         raise AssertionError("a 10 MB frontmatter block was accepted")
     except MalformedNote:
         pass
-    assert time.perf_counter() - started < 1.0  # was about 0.7 s for the two
+    assert time.thread_time() - started < 1.0  # was about 0.7 s of CPU for the two
 
 
 def test_a_query_longer_than_the_cap_is_refused() -> None:

@@ -3,8 +3,7 @@ prune old versions.
 
 LanceDB's own ``Table.optimize()`` compacts with Lance's default target of a million rows per
 fragment, so every fragment of a vault-sized table is "small" and each run rewrote the whole
-notes table (~16 MB at 10,000 notes, every 32 writes, kept on disk for the two minutes of
-versions: 719 MB of state after a 15-minute soak), and it rewrote every index each time. Here:
+notes table and every index (the figures: docs/reliability.md, the soak). Here:
 
 - the compaction target grows with the table (a sixteenth of its rows, at least
   :data:`MIN_FRAGMENT_ROWS`), so full fragments are left alone and only the recent tail is merged;
@@ -12,10 +11,6 @@ versions: 719 MB of state after a 15-minute soak), and it rewrote every index ea
   folding rewrites every index, in proportion to the table, while merging the new rows'
   fragments among themselves (Lance never mixes fragments an index covers with ones it does
   not) rewrites only them.
-
-At 20,000 notes a run costs ~145 ms and 1.65 MB on average (one in three folds) against 4.3 MB
-and ~270 ms folding every run; at 10,000 notes ``Table.optimize()`` wrote 16 MB a run
-(docs/reliability.md).
 
 Lance's planner (``compact_files``) takes fragments below the target and merges runs of
 neighbours; a fragment with more than a tenth of its rows deleted is rewritten on its own. As
@@ -26,8 +21,7 @@ most 16 full fragments that is at most 16 more: a table stays within ~33 fragmen
 writes since the last run.
 
 This needs the ``lance`` package (pylance) at the same Lance version LanceDB embeds; it is
-imported on the first run, not at start: 26 ms, and ~110 MB more VmRSS, of which 102 MB are its
-shared library's file-backed pages (clean, shared, reclaimable) and 9 MB anonymous memory.
+imported on the first run, not at start (its cost in memory: docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -74,8 +68,7 @@ def should_fold(unindexed: int, rows: int) -> bool:
 
     Folding rewrites every index of the table (Lance merges the new rows into one segment), so it
     costs in proportion to the table, while merging the new rows' small fragments costs in
-    proportion to them: at 20,000 notes a run that folds wrote 4.3 MB, one that does not 0.4 MB
-    (churn script, 32 writes a run). Rows outside the index are still
+    proportion to them. Rows outside the index are still
     searched (scanned), and BM25 takes its statistics from the indexed rows, so the lag stays small:
     32 rows or 1/256 of the table, whichever is more, or any lag above a tenth of a small table.
     """
@@ -124,8 +117,7 @@ def compact_table(path: Path) -> None:
     Run it with the process's own writes held back. Lance refuses to commit a compaction whose
     rewritten fragments a concurrent update or delete changed, and the files the loser wrote stay
     on disk: no manifest names them, so pruning keeps them for seven days as possibly a write in
-    progress (the soak: about one run in three lost to a person re-saving notes in the tail, and
-    ~70 % of the state folder was such files). Merging the tail takes tens of milliseconds.
+    progress (docs/reliability.md, the soak). Merging the tail takes tens of milliseconds.
     """
     import lance
 
@@ -141,8 +133,7 @@ def compact_table(path: Path) -> None:
 
 def prune_versions(path: Path, *, older_than: timedelta) -> None:
     """Delete the files only versions older than ``older_than`` use (a concurrent reader keeps
-    its version that long). It reads every kept manifest (0.3-0.9 s for the ~2,000 of the soak's
-    two minutes), commits nothing and so races no writer."""
+    its version that long). It reads every kept manifest, commits nothing and so races no writer."""
     import lance
 
     lance.dataset(str(path)).cleanup_old_versions(older_than=older_than)

@@ -45,11 +45,6 @@ class Timeline:
             bisect.insort(self._by_project.setdefault(key, []), (stamp, note_id))
             self._where[note_id] = (key, stamp)
 
-    def add_many(self, items: Iterable[tuple[str, str | None, str]]) -> None:
-        """Insert many ``(id, project, created)`` triples."""
-        for note_id, project, created in items:
-            self.add(note_id, project, created)
-
     def replace(self, items: Iterable[tuple[str, str | None, str]]) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once."""
         by_project: dict[str, list[tuple[float, str]]] = {}

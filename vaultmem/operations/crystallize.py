@@ -13,7 +13,7 @@ recomputes the groups from the vault as it is then and writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from vaultmem.errors import InvalidInput
@@ -108,7 +108,9 @@ class Crystallize:
         return answer
 
     # -- cluster --------------------------------------------------------------------------------------
-    def cluster(self, thought_ids: Json, title: Json, tags: list[str] | None, project: str | None) -> Answer:
+    def cluster(
+        self, thought_ids: Json, title: Json, tags: Sequence[str] | None, project: str | None
+    ) -> Answer:
         """A cluster thought with a ``cluster`` edge to each member; one commit."""
         if not isinstance(thought_ids, list) or not 1 <= len(thought_ids) <= MAX_MEMBERS:
             raise InvalidInput(f"thought_ids must be a list of 1 to {MAX_MEMBERS} thought ids")
@@ -132,7 +134,7 @@ class Crystallize:
 
     def _write_clusters(
         self,
-        specs: list[tuple[list[Entry], object, list[str] | None]],
+        specs: Sequence[tuple[list[Entry], Json, Sequence[str] | None]],
         project: str | None,
         summary: str,
     ) -> list[tuple[Entry, list[dict[str, str]]]]:
@@ -257,7 +259,7 @@ class Crystallize:
             return answer
         written = (
             self._write_clusters(
-                [(members, row["title"], None) for row, (_g, members) in zip(rows, groups, strict=True)],
+                [(members, str(row["title"]), None) for row, (_g, members) in zip(rows, groups, strict=True)],
                 None,
                 f"auto_cluster {len(rows)} clusters",
             )

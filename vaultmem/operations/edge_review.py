@@ -13,7 +13,7 @@ rollback removes the applied edge and puts the placeholder back as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
 from vaultmem.notes.ids import uuid7
@@ -440,7 +440,7 @@ class EdgeReview:
                 "status": "refused",
                 "reason": f"the proposal is {proposal.status}, not applied",
             }
-        edge_id = proposal.applied["edge_id"]
+        edge_id = str(proposal.applied["edge_id"])
         if self.lookup.locate(edge_id) is None:
             return {
                 "proposal_id": pid,
@@ -453,24 +453,24 @@ class EdgeReview:
     def _plan_rollback(self, draft: Draft, proposal: Proposal) -> None:
         applied = proposal.applied
         assert applied is not None
-        hit = self.lookup.locate(applied["edge_id"])
+        hit = self.lookup.locate(str(applied["edge_id"]))
         assert hit is not None
         text, _removed = self.lookup.without_link(
             draft.text_of(hit.source.path), hit.source.path, hit.edge.type, hit.edge.target_id
         )
         draft.put(hit.source.path, text, f"edge_review: proposal {proposal.id} rolled back")
         replaced = applied.get("replaced")
-        if replaced:
-            holder = self.lookup.entry(replaced["source_id"])
-            target = self.lookup.entry(replaced["target_id"])
+        if isinstance(replaced, Mapping) and replaced:
+            holder = self.lookup.entry(str(replaced["source_id"]))
+            target = self.lookup.entry(str(replaced["target_id"]))
             if holder is not None and target is not None:
                 draft.put(
                     holder.path,
                     add_link(
                         draft.text_of(holder.path),
-                        replaced["type"],
+                        str(replaced["type"]),
                         self.lookup.link_to(target),
-                        replaced["created_at"],
+                        str(replaced["created_at"]),
                     ),
                     "edge_review: placeholder restored",
                 )
@@ -484,9 +484,9 @@ class EdgeReview:
             self.queue.update([proposal])
             item: Row = {"proposal_id": proposal.id, "status": "rejected", "previous_status": previous}
         elif previous == REJECTED:
-            item: Row = {"proposal_id": proposal.id, "status": "rejected", "previous_status": previous}
+            item = {"proposal_id": proposal.id, "status": "rejected", "previous_status": previous}
         else:
-            item: Row = {
+            item = {
                 "proposal_id": proposal.id,
                 "status": "refused",
                 "previous_status": previous,

@@ -354,7 +354,7 @@ class Edges:
             return draft.plan(Edge.make(old.source_id, new_type, old.target_id, old.created_at))
 
         new_edge = self.ctx.writer.run(decide, tool=TOOL, summary=f"retype {edge.type} -> {new_type}").result
-        item: Row = {
+        item = {
             "status": "retyped",
             "edge_id": new_edge.id,
             "old_edge_id": edge.id,

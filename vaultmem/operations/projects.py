@@ -11,6 +11,7 @@ its thoughts to the default project, which is no project. Each action is one git
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -91,7 +92,7 @@ class Projects:
             raise NotFound(f"no project has id {project_id}; list them with memory_manage action=list")
         return project
 
-    def list(self, fields: list[str] | None = None) -> Answer:
+    def list(self, fields: Sequence[str] | None = None) -> Answer:
         contract = self.ctx.contract()
         rows = [self.row(contract, p) for p in sorted(self.registry.projects(contract), key=lambda p: p.name)]
         if fields is not None:
@@ -233,7 +234,7 @@ class Projects:
             return draft.plan(len(members))
 
         moved = self.ctx.writer.run(decide, tool=TOOL, summary=f"delete project {project.name}").result
-        item: Row = {
+        item = {
             "action": "deleted",
             "status": "deleted",
             "project": row,

@@ -237,7 +237,7 @@ class Recall:
                 item["scores"] = _scores(c)
                 item["match_source"] = ["id"] if id_hits or c.hit is None else list(c.hit.match_source)
             items.append(item)
-        return self._grouped(items) if spec.group_by_cluster else items
+        return self._grouped(items) if spec.group_by_cluster else list[Payload](items)
 
     def _grouped(self, items: list[Row]) -> list[Payload]:
         """Fold hits that belong to a cluster under that cluster, at its best member's rank."""
@@ -337,13 +337,13 @@ class Recall:
             raise InvalidInput("context needs a query (best match + its neighbourhood) or a thought_id")
         spec = dataclasses.replace(spec, min_relevance=0.0, limit=DEFAULT_SEARCH_LIMIT)
         found = self.search(spec, action="context")
-        thought = next((t for i in found.items if isinstance(t := _head(i), Thought)), None)
-        if thought is None:
+        best = next((t for i in found.items if isinstance(t := _head(i), Thought)), None)
+        if best is None:
             answer = Answer.one("context", None)
             answer.reason = "no_match"
             answer.degraded, answer.warnings = found.degraded, found.warnings
             return answer
-        answer = Answer.one("context", {"thought": thought, "chain": self.walk(thought.id, max_degree, None)})
+        answer = Answer.one("context", {"thought": best, "chain": self.walk(best.id, max_degree, None)})
         answer.degraded, answer.warnings = found.degraded, found.warnings
         return answer
 

@@ -113,8 +113,8 @@ class Reflect:
             now = self.ctx.now()
             stamp = iso(now)
             draft = self.ctx.draft()
+            appended = False
             counts = {
-                "summary_appended": False,
                 "goals_added": 0,
                 "goals_removed": 0,
                 "decisions_created": 0,
@@ -124,7 +124,7 @@ class Reflect:
                 self._edit_slot(
                     draft, contract, project, PROJECT_CONTEXT, lambda t: append_summary(t, stamp, summary)
                 )
-                counts["summary_appended"] = True
+                appended = True
             if goals_add or goals_remove:
                 changed = {"added": 0, "removed": 0}
 
@@ -157,7 +157,7 @@ class Reflect:
                 planned.add(fp)
                 written += 1
                 counts["pending_created"] += 1
-            return draft.plan(counts)
+            return draft.plan({"summary_appended": appended, **counts})
 
         counts = self.ctx.writer.run(decide, tool=TOOL, summary="reflect").result
         assert counts is not None

@@ -47,6 +47,36 @@ MISSING_IMPORTANCE = 1.0
 
 
 @dataclass(frozen=True)
+class Signals:
+    """Every eligibility signal of one thought, as measured when it was listed."""
+
+    status: str
+    age_anchor: str | None
+    age_anchor_source: str
+    age_days: float | None
+    importance: float
+    hits: int
+    incoming_active_edges: int
+    is_protected: bool
+    surface_after: str | None
+    surface_due: bool
+    is_global: bool
+
+    def eligible(self, min_age_days: float, importance_floor: float) -> bool:
+        """Old enough, unimportant, never recalled, nothing active points at it, unprotected."""
+        return (
+            self.age_days is not None
+            and self.age_days > min_age_days
+            and self.importance < importance_floor
+            and self.hits == 0
+            and self.incoming_active_edges == 0
+            and not self.is_protected
+            and self.surface_due
+            and not self.is_global
+        )
+
+
+@dataclass(frozen=True)
 class RetentionSettings:
     """The server's retention defaults; every ``list`` call may override them."""
 
@@ -69,7 +99,7 @@ class Retention:
         )
 
     # -- list -----------------------------------------------------------------------------------------
-    def signals(self, entry: Entry, now: dt.datetime) -> Row:
+    def signals(self, entry: Entry, now: dt.datetime) -> Signals:
         """Every eligibility signal of one thought, as measured now."""
         note_id = self.lookup.id_of(entry)
         anchor, source = entry.created, "created_at"
@@ -85,32 +115,18 @@ class Retention:
             if (src := self.lookup.entry(r.source_id)) and src.status == "active"
         )
         surface = parse_time(entry.surface_after) if entry.surface_after else None
-        return {
-            "status": "draft" if entry.status == DRAFT_STATUS else entry.status,
-            "age_anchor": anchor,
-            "age_anchor_source": source,
-            "age_days": round((now - when).total_seconds() / 86400, 2) if when else None,
-            "importance": MISSING_IMPORTANCE if entry.importance is None else entry.importance,
-            "hits": self.hits(note_id),
-            "incoming_active_edges": incoming_active,
-            "is_protected": entry.is_protected,
-            "surface_after": entry.surface_after,
-            "surface_due": surface is None or surface <= now,
-            "is_global": entry.is_global,
-        }
-
-    @staticmethod
-    def eligible(signals: Row, min_age_days: float, importance_floor: float) -> bool:
-        age = signals["age_days"]
-        return (
-            age is not None
-            and age > min_age_days
-            and signals["importance"] < importance_floor
-            and signals["hits"] == 0
-            and signals["incoming_active_edges"] == 0
-            and not signals["is_protected"]
-            and signals["surface_due"]
-            and not signals["is_global"]
+        return Signals(
+            status="draft" if entry.status == DRAFT_STATUS else entry.status,
+            age_anchor=anchor,
+            age_anchor_source=source,
+            age_days=round((now - when).total_seconds() / 86400, 2) if when else None,
+            importance=MISSING_IMPORTANCE if entry.importance is None else entry.importance,
+            hits=self.hits(note_id),
+            incoming_active_edges=incoming_active,
+            is_protected=entry.is_protected,
+            surface_after=entry.surface_after,
+            surface_due=surface is None or surface <= now,
+            is_global=entry.is_global,
         )
 
     def candidates(
@@ -129,13 +145,13 @@ class Retention:
         page_size = check_int("limit", self.settings.page_size if limit is None else limit, 1, MAX_LIMIT)
         check_int("offset", offset, 0, 10**9)
         now = self.ctx.now()
-        found: list[tuple[str, str, Entry, Row]] = []
+        found: list[tuple[str, str, Entry, Signals]] = []
         for entry in self.ctx.catalog.entries():
             if entry.status not in CANDIDATE_STATUSES:
                 continue
             signals = self.signals(entry, now)
-            if self.eligible(signals, float(age), float(floor)):
-                found.append((signals["age_anchor"] or "", self.lookup.id_of(entry), entry, signals))
+            if signals.eligible(float(age), float(floor)):
+                found.append((signals.age_anchor or "", self.lookup.id_of(entry), entry, signals))
         found.sort(key=lambda row: (parse_time(row[0]) or now, row[1]))  # oldest first, then by id
         page = found[offset : offset + page_size]
         thoughts = self.lookup.thoughts(e for _a, _i, e, _s in page)
@@ -146,7 +162,7 @@ class Retention:
             extra: Row = {
                 "project_id": project_id(self.ctx, entry.project),
                 "project_name": entry.project,
-                "signals": signals,
+                "signals": dataclasses.asdict(signals),
             }
             items.append(WithColumns(short, extra))
         return Answer.many(
@@ -180,7 +196,7 @@ class Retention:
 
         rel = self.ctx.writer.run(decide, tool=TOOL, summary="protect").result
         fresh = self.ctx.catalog.by_path(rel or entry.path) or entry
-        item: Row = {"thought_id": self.lookup.id_of(fresh), "status": "protected", "protected": True}
+        item = {"thought_id": self.lookup.id_of(fresh), "status": "protected", "protected": True}
         return Answer.one("protect", {**item, "thought": self.lookup.thought(fresh)})
 
     # -- delete ---------------------------------------------------------------------------------------
@@ -203,7 +219,7 @@ class Retention:
         )
         args = {"thought_id": note_id}
         if not confirm:
-            item: Row = {
+            item = {
                 "status": "preview",
                 "action": "preview",
                 "deleted": False,
@@ -232,7 +248,7 @@ class Retention:
             return draft.plan(None)
 
         self.ctx.writer.run(decide, tool=TOOL, summary="delete (soft)")
-        item: Row = {
+        item = {
             "status": "deleted",
             "action": "deleted",
             "deleted": True,
@@ -245,7 +261,7 @@ class Retention:
 
     def _dependents(self, note_id: str) -> list[Row]:
         """Thoughts whose links point at this one (their ``parent``, ``depends_on``, ... edges)."""
-        out = []
+        out: list[Row] = []
         for record in sorted(self.lookup.edges.incoming(note_id), key=lambda r: (r.source_id, r.type)):
             source = self.lookup.entry(record.source_id)
             if source is not None and source.status == "deleted":
@@ -332,7 +348,7 @@ class Retention:
 
         self.ctx.writer.run(merge_all, tool=TOOL, summary=f"compact {len(ids)} source(s) into the summary")
         fresh = self.ctx.catalog.by_path(rel) or summary_entry
-        item: Row = {
+        item = {
             "status": "compacted",
             "preview": False,
             "confirm": True,

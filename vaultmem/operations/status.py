@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 
 from vaultmem.errors import InvalidInput
@@ -103,7 +103,7 @@ class Status:
         self.settings = ctx.settings
         self.stale_days = ctx.settings.stale_after_days
         #: Set by the HTTP daemon: its MCP session counts, reported by ``health``.
-        self.sessions: Callable[[], Row] | None = None
+        self.sessions: Callable[[], Mapping[str, int]] | None = None
 
     # -- shared -------------------------------------------------------------------------------------
     def _in_scope(self, entry: Entry, project: str | None) -> bool:
@@ -286,7 +286,7 @@ class Status:
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
         report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
-        found: dict[str, list[Payload]] = {
+        found: dict[str, Sequence[Payload]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
             "skipped_files": [{"path": p, "problem": m} for p, m in sorted(report.skipped.items())],
             "sync_conflict_copies": [{"path": p} for p in report.conflict_copies],
@@ -311,7 +311,7 @@ class Status:
                 worst = "error" if check["severity"] == "error" or worst == "error" else "warning"
             if not include_details:
                 check.pop("details")
-                check["message"] = check["message"][:SHORT_MESSAGE]
+                check["message"] = str(check["message"])[:SHORT_MESSAGE]
         item: Row = {
             "status": worst,
             "notes": report.notes,
@@ -319,7 +319,8 @@ class Status:
             "checks": checks,
         }
         if self.sessions is not None:  # served over HTTP: the MCP sessions open (server/sessions.py)
-            item["mcp_sessions"] = self.sessions()
+            sessions: Row = dict(self.sessions())
+            item["mcp_sessions"] = sessions
         return Answer.one("health", item)
 
     def contradictions_in_clusters(self) -> list[dict[str, str]]:
@@ -351,7 +352,7 @@ class Status:
         return entry is not None and entry.status not in ARCHIVED_STATUSES and entry.status != "deleted"
 
 
-def _check(spec: tuple[str, str, str, str, str], details: list[Payload]) -> Row:
+def _check(spec: tuple[str, str, str, str, str], details: Sequence[Payload]) -> Row:
     name, category, severity, what, remediation = spec
     count = len(details)
     check: Row = {

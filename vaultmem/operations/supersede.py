@@ -155,7 +155,8 @@ class Supersede:
                     outcome = "already_archived"  # a repeat: its first occurrence archives it
                 seen.add(key)
                 rows.append({"thought_id": t, "outcome": outcome})
-            counts = {o: sum(1 for r in rows if r["outcome"] == o) for o in {r["outcome"] for r in rows}}
+            outcomes = [str(r["outcome"]) for r in rows]
+            counts = {o: outcomes.count(o) for o in set(outcomes)}
             answer = Answer.many("archive_batch", rows, **counts)
             token = self.ctx.tokens.issue(TOOL, "archive_batch", args)
             answer.preview = {
@@ -202,7 +203,7 @@ class Supersede:
         )
         tags = rules.check_tags(spec.merged_tags, contract) if spec.merged_tags is not None else None
         source, target = self._live_entry(spec.source_id), self._live_entry(spec.target_id)
-        args = {
+        args: Row = {
             "source_id": _key(spec.source_id) or spec.source_id,
             "target_id": _key(spec.target_id) or spec.target_id,
             "merged_content": content,

@@ -54,9 +54,6 @@ class IndexListener:
         self.index = index
         self.edges = edges
 
-    def note_written(self, note: Note) -> None:
-        self.notes_written([note])
-
     def notes_written(self, notes: list[Note]) -> None:
         """A batch written as one action: one index upsert, then the edges of every note."""
         self.index.upsert([record_for(n) for n in notes])

@@ -157,10 +157,16 @@ class GitRepo:
         return result.stdout.decode("utf-8", errors)
 
     def is_repo(self) -> bool:
+        """True when the work tree is the top of a git repository of its own.
+
+        A folder inside another repository (notes kept in a project's repo, say) is not one: its
+        commits would land in that repository, and ``git add -A`` would take the whole of it.
+        """
         try:
-            return self.git("rev-parse", "--is-inside-work-tree").strip() == "true"
+            top = self.git("rev-parse", "--show-toplevel").strip()
         except GitError:
             return False
+        return bool(top) and Path(top).resolve() == Path(self.work_tree).expanduser().resolve()
 
     def _with_lock_retries(self, *args: str, input_bytes: bytes | None = None) -> str:
         deadline = time.monotonic() + self.lock_timeout
