@@ -1,4 +1,9 @@
-"""The ``vaultmem`` command line: parse, call the facade (:class:`vaultmem.memory.Memory`), print."""
+"""The ``vaultmem`` command line: parse, call the facade (:class:`vaultmem.memory.Memory`), print.
+
+Each command imports the facade when it runs, not this module: ``vaultmem --help`` loads argparse
+and the settings only, and the facade itself loads no index module (LanceDB, onnxruntime, NumPy)
+unless the command opens the index (``tests/test_cli_imports.py`` holds both to it).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
-from vaultmem.limits import LOW_SPACE_MIB
-from vaultmem.memory import Memory, SearchRequest
+
+if TYPE_CHECKING:
+    from vaultmem.memory import Memory
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -38,10 +44,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _open(args: argparse.Namespace, *, index: bool = False) -> Memory:
     """The vault, committing inline; without its index unless the command searches."""
+    from vaultmem.memory import Memory
+
     return Memory(_settings(args), index=index, background_commits=False)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from vaultmem.memory import Memory
+
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None)
     print(f"{'created' if created else 'already a vault:'} {root}")
@@ -54,6 +64,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultmem.memory import Memory
     from vaultmem.server.daemon import Daemon
     from vaultmem.server.hosts import banner
 
@@ -183,6 +194,8 @@ def _progress(label: str) -> Callable[[int, int], None]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from vaultmem.memory import SearchRequest
+
     with _open(args, index=True) as memory:
         memory.reconcile(_progress("indexing"))
         result = memory.search(
@@ -222,6 +235,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from vaultmem.limits import LOW_SPACE_MIB
+    from vaultmem.memory import Memory
+
     settings = _settings(args)
     report = Memory.doctor(settings)
     if args.json:
