@@ -14,6 +14,7 @@ from pydantic import Field
 
 from vaultmem.errors import InvalidInput, VaultmemError
 from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
+from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
 from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
@@ -31,7 +32,7 @@ DEFAULT_CONTEXT_DEGREE = 1
 def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
     """Add ``memory_recall`` and ``memory_store`` to ``server``."""
 
-    @server.tool(name="memory_recall")
+    @server.tool(name="memory_recall", annotations=TOOL_ANNOTATIONS["memory_recall"])
     def memory_recall(
         action: Annotated[
             Literal["search", "get", "context", "chain", "clusters", "list"],
@@ -185,7 +186,7 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
         except VaultmemError as exc:
             return failure(exc)
 
-    @server.tool(name="memory_store")
+    @server.tool(name="memory_store", annotations=TOOL_ANNOTATIONS["memory_store"])
     def memory_store(
         action: Annotated[
             Literal[
