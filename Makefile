@@ -14,11 +14,16 @@ TEST_WORKERS ?= 3
 
 .PHONY: install test test-all lint bench serve clean
 
+# pip prints each package it collects and installs: a first install downloads ~400 MB (LanceDB,
+# pyarrow, onnxruntime, the model) and takes a few minutes.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "==> $(VENV): a virtual environment with vaultmem and its dependencies (a few minutes the first time)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> installed: $(abspath $(BIN))/vaultmem"
+	@echo "    put it on PATH with:  export PATH=\"$(abspath $(BIN)):\$$PATH\""
 
 install: $(STAMP)
 

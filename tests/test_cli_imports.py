@@ -19,7 +19,9 @@ VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 INDEX_ONLY = ("lancedb", "lance", "pyarrow", "pandas", "onnxruntime", "tokenizers", "numpy")
 
 
-def imported_by(vault: Path, *args: str, stdin: str = "") -> tuple[subprocess.CompletedProcess[str], set[str]]:
+def imported_by(
+    vault: Path, *args: str, stdin: str = ""
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``vaultmem --vault VAULT ARGS`` and return it with every module name it imported."""
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run(

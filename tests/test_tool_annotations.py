@@ -18,7 +18,9 @@ def documented_annotations() -> dict[str, dict[str, bool]]:
     section = text.split("## Tool annotations", 1)[1].split("\n## ", 1)[0]
     table: dict[str, dict[str, bool]] = {}
     for line in section.splitlines():
-        row = re.match(r"^\| `(\w+)` \| (true|false) \| (true|false) \| (true|false) \| (true|false) \|", line)
+        row = re.match(
+            r"^\| `(\w+)` \| (true|false) \| (true|false) \| (true|false) \| (true|false) \|", line
+        )
         if row:
             table[row.group(1)] = {hint: row.group(i + 2) == "true" for i, hint in enumerate(HINTS)}
     return table
@@ -54,6 +56,12 @@ def test_the_annotations_say_what_the_contract_says_of_the_tools_that_read_and_d
     assert table["memory_forget"] == {
         "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False,
     }  # fmt: skip
-    for deleting in ("memory_store", "memory_supersede", "memory_manage", "retention_review", "memory_primers"):
+    for deleting in (
+        "memory_store",
+        "memory_supersede",
+        "memory_manage",
+        "retention_review",
+        "memory_primers",
+    ):
         assert table[deleting]["destructiveHint"], deleting
     assert not any(row["openWorldHint"] for row in table.values())
