@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -73,21 +74,49 @@ def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.fl
     return row
 
 
-def records_from_table(table: pa.Table) -> list[NoteRecord]:
+def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
     """NoteRecords from the record columns of a ``notes`` Arrow table, column by column.
 
-    Repeated short values (status, kind, project) share one string object, which matters for
-    memory when every note is held in memory.
+    Repeated short values (status, kind, project) share one string object (interned, as the
+    catalog's are), which matters for memory when every note is held in memory.
     """
     if table.num_rows == 0:
         return []
-    shared: dict[str, str] = {}
 
     def share(values: list[Any]) -> list[Any]:
-        return [v if v is None else shared.setdefault(v, v) for v in values]
+        return [v if v is None else sys.intern(v) for v in values]
 
     columns = {name: table[name].to_pylist() for name in RECORD_COLUMNS}
     for name in ("status", "kind", "project"):
         columns[name] = share(columns[name])
-    columns["tags"] = [tuple(t or ()) for t in columns["tags"]]
+    columns["updated"] = [
+        c if u == c else u for c, u in zip(columns["created"], columns["updated"], strict=True)
+    ]
+    columns["tags"] = [tuple(t) if t else () for t in columns["tags"]]
     return [NoteRecord(*values) for values in zip(*(columns[name] for name in RECORD_COLUMNS), strict=True)]
+
+
+async def read_notes(
+    table: Any, dim: int, *, with_vectors: bool
+) -> tuple[list[NoteRecord], npt.NDArray[np.float32]]:
+    """Every row of the ``notes`` table (LanceDB's asynchronous handle): records, and their vectors
+    as one ``(rows, dim)`` matrix (zeros when ``with_vectors`` is false: they are stale).
+
+    Read batch by batch into a matrix allocated once: the whole table as one Arrow table, then its
+    Python objects, then a copy of its vectors held ~2.5x the memory the rows end up taking (about
+    200 MB at 100k notes that the allocators then kept, docs/benchmarks.md).
+    """
+    columns = [*RECORD_COLUMNS, "vector"] if with_vectors else list(RECORD_COLUMNS)
+    vectors = np.zeros((await table.count_rows(), dim), dtype=np.float32)
+    records: list[NoteRecord] = []
+    async for batch in await table.query().select(columns).to_batches():
+        start, got = len(records), records_from_table(batch)
+        records.extend(got)
+        if len(records) > len(vectors):  # rows added since the count
+            vectors = np.concatenate([vectors, np.zeros((len(records) - len(vectors), dim), np.float32)])
+        if with_vectors and got:
+            column = batch.column("vector")
+            if column.type.list_size != dim:
+                raise ValueError(f"the stored vectors are {column.type.list_size} wide, not {dim}")
+            vectors[start : len(records)] = column.flatten().to_numpy().reshape(-1, dim)
+    return records, vectors if len(vectors) == len(records) else vectors[: len(records)].copy()

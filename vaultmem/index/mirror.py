@@ -13,6 +13,8 @@ matrix-vector product over ``vectors[:n]``. Vectors are unit length, so a cosine
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -21,6 +23,7 @@ import numpy.typing as npt
 
 from vaultmem.errors import InvalidInput
 from vaultmem.index.records import NoteRecord, SearchFilters
+from vaultmem.vault.multimap import Multimap
 
 __all__ = ["NoteMirror"]
 
@@ -45,6 +48,21 @@ class _Codes:
         return self._codes.get(value, _UNKNOWN)
 
 
+def _shared(record: NoteRecord) -> NoteRecord:
+    """The same record with its repeated short strings (status, kind, project) interned, shared
+    with every other row and the catalog's entries; an ``updated`` equal to ``created`` shares it."""
+    status, kind = sys.intern(record.status), sys.intern(record.kind)
+    project = None if record.project is None else sys.intern(record.project)
+    updated = record.created if record.updated == record.created else record.updated
+    same = (status, kind, project, updated)
+    if all(
+        a is b
+        for a, b in zip(same, (record.status, record.kind, record.project, record.updated), strict=True)
+    ):
+        return record
+    return dataclasses.replace(record, status=status, kind=kind, project=project, updated=updated)
+
+
 class NoteMirror:
     """Every indexed note's record and vector, with vectorised filters and nearest-neighbour scans.
 
@@ -57,7 +75,6 @@ class NoteMirror:
         self._status_codes = _Codes()
         self._project_codes = _Codes()
         self._kind_codes = _Codes()
-        self._strings: dict[str, str] = {}  # one shared str per repeated value (memory)
         self._reset(dim, capacity)
 
     def _reset(self, dim: int, capacity: int) -> None:
@@ -66,7 +83,7 @@ class NoteMirror:
         self._ids: list[str] = []
         self._records: list[NoteRecord] = []
         self._row: dict[str, int] = {}
-        self._by_path: dict[str, set[str]] = {}
+        self._by_path = Multimap()
         capacity = max(capacity, 16)
         self._vectors: Vector = np.zeros((capacity, dim), dtype=np.float32)
         self._status = np.zeros(capacity, dtype=np.int32)
@@ -75,14 +92,16 @@ class NoteMirror:
 
     # ----------------------------------------------------------------- writes
 
-    def put(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
-        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``)."""
+    def put(self, records: Sequence[NoteRecord], vectors: Vector, *, copy_vectors: bool = True) -> None:
+        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``).
+
+        ``copy_vectors=False``: ``vectors`` is already the matrix, row for row (``replace``)."""
         if len(records) != len(vectors):
             raise ValueError("put needs one vector per record")
         with self._lock:
             self._reserve(self._n + len(records))
             for record, vector in zip(records, vectors, strict=True):
-                record = self._shared(record)
+                record = _shared(record)
                 row = self._row.get(record.id)
                 if row is None:
                     row = self._n
@@ -93,8 +112,9 @@ class NoteMirror:
                 else:
                     self._unlink_path(self._records[row])
                     self._records[row] = record
-                self._by_path.setdefault(record.path, set()).add(record.id)
-                self._vectors[row] = vector
+                self._by_path.add(record.path, record.id)
+                if copy_vectors:
+                    self._vectors[row] = vector
                 self._status[row] = self._status_codes.code(record.status)
                 self._project[row] = (
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
@@ -123,17 +143,37 @@ class NoteMirror:
 
     def replace(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
-        old set or the new one, never half of each. The vector width may change."""
+        old set or the new one, never half of each. The vector width may change.
+
+        A C-ordered float32 ``vectors`` with one row per record becomes the mirror's own matrix
+        (no copy: at 100k notes a copy is 150 MB more at the start); the caller gives it up."""
+        dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
+        adopt = (
+            vectors.ndim == 2
+            and vectors.dtype == np.float32
+            and vectors.flags.c_contiguous
+            and vectors.flags.writeable
+            and len(vectors) == len(records) > 0
+        )
         with self._lock:
-            self._reset(vectors.shape[1] if vectors.ndim == 2 else self.dim, len(records))
-            self.put(records, vectors)
+            self._reset(dim, 0 if adopt else len(records))
+            if adopt:
+                self._vectors = vectors
+                for name in ("_status", "_project", "_kind"):
+                    setattr(self, name, np.zeros(len(records), dtype=np.int32))
+                self.put(records, vectors, copy_vectors=False)
+                if self._n != len(records):
+                    raise ValueError("replace needs one record per id")
+            else:
+                self.put(records, vectors)
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
         if rows <= capacity:
             return
-        while capacity < rows:
-            capacity *= 2
+        # Grown by an eighth (at least 256 rows), not doubled: the matrix is most of the mirror
+        # (150 MB at 100k notes), and the first write after a start would double it.
+        capacity = max(rows, capacity + capacity // 8 + 256)
         vectors = np.zeros((capacity, self.dim), dtype=np.float32)
         vectors[: self._n] = self._vectors[: self._n]
         self._vectors = vectors
@@ -144,39 +184,17 @@ class NoteMirror:
             setattr(self, name, grown)
 
     def _unlink_path(self, record: NoteRecord) -> None:
-        ids = self._by_path.get(record.path)
-        if ids is not None:
-            ids.discard(record.id)
-            if not ids:
-                del self._by_path[record.path]
-
-    def _shared(self, record: NoteRecord) -> NoteRecord:
-        """The same record with its repeated short strings shared with earlier rows."""
-        strings = self._strings
-        status = strings.setdefault(record.status, record.status)
-        kind = strings.setdefault(record.kind, record.kind)
-        project = None if record.project is None else strings.setdefault(record.project, record.project)
-        if status is record.status and kind is record.kind and project is record.project:
-            return record
-        return NoteRecord(
-            id=record.id,
-            path=record.path,
-            slug=record.slug,
-            title=record.title,
-            kind=kind,
-            status=status,
-            project=project,
-            tags=record.tags,
-            text=record.text,
-            content_hash=record.content_hash,
-            created=record.created,
-            updated=record.updated,
-        )
+        self._by_path.discard(record.path, record.id)
 
     # ----------------------------------------------------------------- lookups
 
     def __len__(self) -> int:
         return self._n
+
+    @property
+    def capacity(self) -> int:
+        """Rows the vector matrix has room for (the matrix is most of the mirror's memory)."""
+        return len(self._vectors)
 
     def __contains__(self, note_id: object) -> bool:
         return note_id in self._row
@@ -218,7 +236,7 @@ class NoteMirror:
     def ids_for_paths(self, paths: Iterable[str]) -> list[str]:
         """Ids of the notes stored under any of ``paths``."""
         with self._lock:
-            return sorted({i for p in paths for i in self._by_path.get(p, ())})
+            return sorted({i for p in paths for i in self._by_path.get(p)})
 
     def path_hashes(self, paths: Iterable[str] | None = None) -> dict[str, str]:
         """``{path: content_hash}`` of every note, or of those under ``paths``."""
@@ -228,7 +246,7 @@ class NoteMirror:
             return {
                 self._records[self._row[i]].path: self._records[self._row[i]].content_hash
                 for p in paths
-                for i in self._by_path.get(p, ())
+                for i in self._by_path.get(p)
             }
 
     # ----------------------------------------------------------------- filters and scans

@@ -40,6 +40,7 @@ from vaultmem.index import _schema, cache, location
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
+from vaultmem.index.heap import release_free_memory
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
@@ -186,20 +187,9 @@ class NoteIndex:
         rewritten as one row by the returned repair.
         """
         with _lance_errors("load the notes into memory"):  # before the model is needed
-            columns = [*_schema.RECORD_COLUMNS, "vector"]
-            table = run_async(self._notes.query().select(columns).to_arrow())
-        with_vectors = not self.needs_rebuild()
-        records = _schema.records_from_table(table)
-        dim = self._dim
-        if with_vectors and table.schema.field("vector").type.list_size != dim:
-            raise IndexError_(
-                f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
-                f"{self._meta.path} says {dim}"
+            records, vectors = run_async(
+                _schema.read_notes(self._notes, self._dim, with_vectors=not self.needs_rebuild())
             )
-        if with_vectors and records:
-            vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
-        else:
-            vectors = np.zeros((len(records), dim), dtype=np.float32)
         seen: dict[str, int] = {}
         for row, record in enumerate(records):
             seen[record.id] = row  # the last row of an id wins
@@ -214,6 +204,7 @@ class NoteIndex:
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
         self.mirror.replace(records, vectors)
         self.timeline.replace((r.id, r.project, r.created) for r in records)
+        release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
 
     def _follow(self) -> None:

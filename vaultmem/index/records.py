@@ -28,7 +28,7 @@ __all__ = [
 DEFAULT_STATUSES: frozenset[str] = frozenset({"active", "unfiled"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NoteRecord:
     """One note as the index stores it. ``path`` is vault-relative POSIX; dates are ISO strings."""
 

@@ -13,11 +13,13 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import overload
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
@@ -25,6 +27,7 @@ from vaultmem.notes.links import recorded_targets, typed_links
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
+from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
 log = logging.getLogger(__name__)
@@ -34,9 +37,10 @@ IDEM_TAG_PREFIX = "idem-"
 MAX_NOTE_BYTES = 2 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """What the catalog knows of one note."""
+    """What the catalog knows of one note (one per note, held for the process's life: slotted, and
+    its repeated values shared, see :func:`_compact`)."""
 
     path: str
     id: str | None
@@ -87,12 +91,12 @@ class Entry:
             path=note.path,
             id=note.id,
             title=note.title,
-            kind=note.kind,
-            status=note.status,
-            project=note.project,
+            kind=_shared(note.kind),
+            status=_shared(note.status),
+            project=_shared(note.project),
             tags=note.tags,
             created=note.created,
-            updated=note.updated,
+            updated=note.created if note.updated == note.created else note.updated,
             fingerprint=note.fingerprint,
             content_hash=note.content_hash,
             source_id=str(src_id) if src_id is not None else None,
@@ -107,8 +111,8 @@ class Entry:
             is_global=note.is_global,
             surface_after=note.surface_after,
             url_links=note.url_links,
-            source_transport=_text_or_none(note.source.get("transport")),
-            source_trust=_text_or_none(note.source.get("trust")),
+            source_transport=_shared(_text_or_none(note.source.get("transport"))),
+            source_trust=_shared(_text_or_none(note.source.get("trust"))),
             link_ids=tuple(recorded_targets(note.text.meta).items()) if note.text is not None else (),
         )
 
@@ -158,10 +162,11 @@ class Catalog:
         self._lock = threading.RLock()
         self._by_path: dict[str, Entry] = {}
         self._by_id: dict[str, str] = {}
-        self._by_fp: dict[str, set[str]] = {}
+        self._by_fp = Multimap()  # fingerprint -> paths
         self._by_idem: dict[str, str] = {}
-        self._names: dict[str, set[str]] = {}  # directory -> lower-cased file stems
-        self._by_stem: dict[str, set[str]] = {}  # lower-cased file stem -> paths
+        self._by_stem = Multimap()  # lower-cased file stem -> paths of notes
+        #: Lower-cased stems of malformed files, by directory: their names are taken too.
+        self._problem_names: dict[str, set[str]] = {}
         self._days: Counter[str] = Counter()
         self.problems: dict[str, str] = {}
         #: Paths that look like notes but are never read: ``{printable path: why}`` (a name that is
@@ -192,7 +197,7 @@ class Catalog:
         """Re-read one path (created, changed or gone) and update the lookups."""
         with self._lock:
             self._remove(rel)
-            self.problems.pop(rel, None)
+            self._no_problem(rel)
             self.skipped.pop(shown(rel), None)
             reason = bad_name_reason(rel)
             if reason is not None:
@@ -211,7 +216,7 @@ class Catalog:
                 note = read_note(self.layout, rel)
             except MalformedNote as exc:
                 self.problems[rel] = str(exc)
-                self._names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
+                self._problem_names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
                 return None
             entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
             self._add(entry)
@@ -223,22 +228,28 @@ class Catalog:
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         with self._lock:
             self._remove(note.path)
-            self.problems.pop(note.path, None)
+            self._no_problem(note.path)
             self._add(entry)
         return entry
 
     def forget_path(self, rel: str) -> None:
         with self._lock:
             self._remove(rel)
-            self.problems.pop(rel, None)
+            self._no_problem(rel)
             self.skipped.pop(shown(rel), None)
+
+    def _no_problem(self, rel: str) -> None:
+        if self.problems.pop(rel, None) is not None:
+            names = self._problem_names.get(_dir_of(rel))
+            if names is not None:
+                names.discard(_stem(rel).lower())
 
     def _clear(self) -> None:
         self._by_path.clear()
         self._by_id.clear()
         self._by_fp.clear()
         self._by_idem.clear()
-        self._names.clear()
+        self._problem_names.clear()
         self._by_stem.clear()
         self._days.clear()
         self.problems.clear()
@@ -253,7 +264,7 @@ class Catalog:
                 # The file that held the id is gone: a rename whose new name was seen first (the
                 # watcher takes paths in sorted order). The note keeps its id at its new path.
                 self._remove(owner)
-                self.problems.pop(owner, None)
+                self._no_problem(owner)
                 owner = None
             if owner is not None and owner != entry.path and is_conflict_copy(owner) and not copy:
                 # A sync client's copy was seen first: the original takes its id back.
@@ -264,12 +275,11 @@ class Catalog:
             else:
                 self._by_id[entry.id] = entry.path
         if not copy:  # a conflict copy is never a write's target: no reinforce, no key
-            self._by_fp.setdefault(entry.fingerprint, set()).add(entry.path)
+            self._by_fp.add(entry.fingerprint, entry.path)
             for tag in entry.tags:
                 if tag.startswith(IDEM_TAG_PREFIX):
                     self._by_idem.setdefault(tag, entry.path)
-        self._names.setdefault(_dir_of(entry.path), set()).add(entry.slug.lower())
-        self._by_stem.setdefault(entry.slug.lower(), set()).add(entry.path)
+        self._by_stem.add(entry.slug.lower(), entry.path)
         day = entry.created_day
         if day:
             self._days[day] += 1
@@ -280,22 +290,11 @@ class Catalog:
             return
         if entry.id and self._by_id.get(entry.id) == rel:
             del self._by_id[entry.id]
-        paths = self._by_fp.get(entry.fingerprint)
-        if paths is not None:
-            paths.discard(rel)
-            if not paths:
-                del self._by_fp[entry.fingerprint]
+        self._by_fp.discard(entry.fingerprint, rel)
         for tag in entry.tags:
             if self._by_idem.get(tag) == rel:
                 del self._by_idem[tag]
-        names = self._names.get(_dir_of(rel))
-        if names is not None:
-            names.discard(entry.slug.lower())
-        stems = self._by_stem.get(entry.slug.lower())
-        if stems is not None:
-            stems.discard(rel)
-            if not stems:
-                del self._by_stem[entry.slug.lower()]
+        self._by_stem.discard(entry.slug.lower(), rel)
         day = entry.created_day
         if day:
             self._days[day] -= 1
@@ -376,16 +375,19 @@ class Catalog:
     def paths_named(self, name: str) -> list[str]:
         """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
         with self._lock:
-            return sorted(self._by_stem.get(name.lower(), ()))
+            return sorted(self._by_stem.get(name.lower()))
 
     def with_fingerprint(self, fp: str) -> list[Entry]:
         with self._lock:
-            return [self._by_path[p] for p in sorted(self._by_fp.get(fp, ()))]
+            return [self._by_path[p] for p in sorted(self._by_fp.get(fp))]
 
     def name_taken(self, directory: str, slug: str) -> bool:
         """True when ``directory/slug.md`` exists, compared case-insensitively (macOS, Windows)."""
         with self._lock:
-            if slug.lower() in self._names.get(directory, ()):
+            key = slug.lower()
+            if any(_dir_of(p) == directory for p in self._by_stem.get(key)):
+                return True
+            if key in self._problem_names.get(directory, ()):
                 return True
         full = self.layout.root / directory / f"{slug}.md"
         return full.exists()
@@ -409,13 +411,19 @@ class Catalog:
                 return {}
             tags = _FIELDS.index("tags")
             pairs = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
+            repeated = [_FIELDS.index(n) for n in _REPEATED]
+            created, updated = _FIELDS.index("created"), _FIELDS.index("updated")
             out = {}
             for row in data["entries"]:
                 if len(row) != len(_FIELDS):  # fields with defaults would take a short row
                     return {}
                 row[tags] = tuple(row[tags])
                 for i in pairs:
-                    row[i] = tuple(tuple(item) for item in row[i])
+                    row[i] = tuple(tuple(item) for item in row[i]) if row[i] else ()
+                for i in repeated:
+                    row[i] = _shared(row[i])
+                if row[updated] == row[created]:
+                    row[updated] = row[created]
                 entry = Entry(*row)
                 out[entry.path] = entry
             return out
@@ -437,6 +445,19 @@ class Catalog:
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values
 #: (a third of the size of one JSON object per entry, and quicker to read back).
 _FIELDS = [f.name for f in fields(Entry)]
+
+
+#: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
+_REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
+
+
+@overload
+def _shared(value: str) -> str: ...
+@overload
+def _shared(value: str | None) -> str | None: ...
+def _shared(value: str | None) -> str | None:
+    """One string object for a value many entries hold (interned: a handful of distinct values)."""
+    return None if value is None else sys.intern(value)
 
 
 def _text_or_none(value: object) -> str | None:
