@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
@@ -151,7 +150,7 @@ def test_maintenance_does_not_leak_file_descriptors(tmp_path: Path) -> None:
     before = len(list(Path("/proc/self/fd").iterdir()))
     for cycle in range(12):  # each maintenance rebuilds the FTS index
         changed = records[cycle]
-        index.upsert([dataclasses.replace(changed, text=f"{changed.text} w{cycle}")])
+        index.upsert([changed._replace(text=f"{changed.text} w{cycle}")])
         index.maintenance()
     assert len(list(Path("/proc/self/fd").iterdir())) <= before + 3
     index.close()

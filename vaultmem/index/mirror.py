@@ -13,7 +13,6 @@ matrix-vector product over ``vectors[:n]``. Vectors are unit length, so a cosine
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -60,7 +59,7 @@ def _shared(record: NoteRecord) -> NoteRecord:
         for a, b in zip(same, (record.status, record.kind, record.project, record.updated), strict=True)
     ):
         return record
-    return dataclasses.replace(record, status=status, kind=kind, project=project, updated=updated)
+    return record._replace(status=status, kind=kind, project=project, updated=updated)
 
 
 class NoteMirror:
@@ -92,10 +91,8 @@ class NoteMirror:
 
     # ----------------------------------------------------------------- writes
 
-    def put(self, records: Sequence[NoteRecord], vectors: Vector, *, copy_vectors: bool = True) -> None:
-        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``).
-
-        ``copy_vectors=False``: ``vectors`` is already the matrix, row for row (``replace``)."""
+    def put(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
+        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``)."""
         if len(records) != len(vectors):
             raise ValueError("put needs one vector per record")
         with self._lock:
@@ -113,8 +110,7 @@ class NoteMirror:
                     self._unlink_path(self._records[row])
                     self._records[row] = record
                 self._by_path.add(record.path, record.id)
-                if copy_vectors:
-                    self._vectors[row] = vector
+                self._vectors[row] = vector
                 self._status[row] = self._status_codes.code(record.status)
                 self._project[row] = (
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
@@ -145,27 +141,44 @@ class NoteMirror:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
         old set or the new one, never half of each. The vector width may change.
 
-        A C-ordered float32 ``vectors`` with one row per record becomes the mirror's own matrix
-        (no copy: at 100k notes a copy is 150 MB more at the start); the caller gives it up."""
+        A C-ordered, writeable float32 ``vectors`` with one row per record becomes the mirror's own
+        matrix (no copy: at 100k notes a copy is 150 MB more while the index opens); the caller
+        gives it up. Built column by column, outside the lock, and swapped in under it."""
+        if len(records) != len(vectors):
+            raise ValueError("replace needs one vector per record")
         dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
-        adopt = (
-            vectors.ndim == 2
-            and vectors.dtype == np.float32
-            and vectors.flags.c_contiguous
-            and vectors.flags.writeable
-            and len(vectors) == len(records) > 0
-        )
+        adoptable = vectors.ndim == 2 and vectors.dtype == np.float32 and vectors.flags.c_contiguous
+        if not (adoptable and vectors.flags.writeable and len(vectors)):
+            matrix = np.zeros((max(len(records), 16), dim), dtype=np.float32)
+            matrix[: len(records)] = vectors
+            vectors = matrix
+        shared = [_shared(r) for r in records]
+        ids = [r.id for r in shared]
+        row = {note_id: i for i, note_id in enumerate(ids)}
+        if len(row) != len(ids):
+            raise ValueError("replace needs one record per id")
+        by_path = Multimap()
+        for r in shared:
+            by_path.add(r.path, r.id)
+        status_codes, project_codes, kind_codes = _Codes(), _Codes(), _Codes()
+
+        def column(values: Iterable[int]) -> npt.NDArray[np.int32]:
+            out = np.zeros(len(vectors), dtype=np.int32)
+            out[: len(shared)] = np.fromiter(values, dtype=np.int32, count=len(shared))
+            return out
+
+        status = column(status_codes.code(r.status) for r in shared)
+        project = column(_NO_PROJECT if r.project is None else project_codes.code(r.project) for r in shared)
+        kind = column(kind_codes.code(r.kind) for r in shared)
         with self._lock:
-            self._reset(dim, 0 if adopt else len(records))
-            if adopt:
-                self._vectors = vectors
-                for name in ("_status", "_project", "_kind"):
-                    setattr(self, name, np.zeros(len(records), dtype=np.int32))
-                self.put(records, vectors, copy_vectors=False)
-                if self._n != len(records):
-                    raise ValueError("replace needs one record per id")
-            else:
-                self.put(records, vectors)
+            self.dim, self._n = dim, len(shared)
+            self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
+            self._vectors, self._status, self._project, self._kind = vectors, status, project, kind
+            self._status_codes, self._project_codes, self._kind_codes = (
+                status_codes,
+                project_codes,
+                kind_codes,
+            )
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
