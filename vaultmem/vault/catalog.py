@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import re
 import sys
 import threading
 from collections import Counter
@@ -82,7 +83,13 @@ class Entry(NamedTuple):
 
     @property
     def created_day(self) -> str | None:
-        ts = parse_time(self.created)
+        """The day of ``created`` as written (in its own offset): what the daily cap counts. The
+        first ten characters of a well-formed stamp, unchecked against the calendar (a 30 February
+        counts on that day, never today's)."""
+        created = self.created
+        if created and _DAY.match(created):  # the usual ISO stamp: no parse (counted at every start)
+            return created[:10]
+        ts = parse_time(created)
         return ts.date().isoformat() if ts else None
 
     @staticmethod
@@ -448,6 +455,11 @@ class Catalog:
 #: (a third of the size of one JSON object per entry, and quicker to read back).
 _FIELDS = list(Entry._fields)
 
+
+#: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
+_DAY = re.compile(
+    r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$"
+)
 
 #: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
 _REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
