@@ -18,11 +18,12 @@ import dataclasses
 import gc
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_, InvalidInput, VaultError
 from vaultmem.filing.projects import Project
+from vaultmem.index.protocol import Embedder
 from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
@@ -51,7 +52,6 @@ from vaultmem.vault.store import NoteStore
 from vaultmem.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
-    from vaultmem.index.embedder import Embedder
     from vaultmem.sync.keeper import IndexKeeper
 
 __all__ = [
@@ -60,14 +60,6 @@ __all__ = [
     "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "Thought",
     "WithColumns", "init_vault",
 ]  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:  # ``Embedder`` on first use: its module imports NumPy
-    if name == "Embedder":
-        from vaultmem.index.embedder import Embedder
-
-        return Embedder
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 SLOTS_WARNING = (

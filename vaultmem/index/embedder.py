@@ -17,13 +17,14 @@ import threading
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vaultmem.errors import IndexError_
 from vaultmem.index.heap import release_free_memory
+from vaultmem.index.protocol import Embedder
 
 __all__ = [
     "Embedder", "EmbedderUnavailable", "FakeEmbedder", "OnnxEmbedder", "default_model_dir",
@@ -41,25 +42,6 @@ _TOKENIZER_RESOURCE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "toke
 
 class EmbedderUnavailable(IndexError_):
     """The embedding model or its tokenizer cannot be loaded or run."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    @property
-    def model_id(self) -> str:
-        """Identifies the model; a different id means stored vectors are stale."""
-        ...
-
-    @property
-    def dim(self) -> int:
-        """Length of every vector."""
-        ...
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Return an array of shape ``(len(texts), dim)``, each row of unit length."""
-        ...
 
 
 def _l2_normalise(matrix: npt.NDArray[np.float32]) -> Vectors:

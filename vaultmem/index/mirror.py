@@ -59,7 +59,10 @@ def _shared(record: NoteRecord) -> NoteRecord:
         for a, b in zip(same, (record.status, record.kind, record.project, record.updated), strict=True)
     ):
         return record
-    return record._replace(status=status, kind=kind, project=project, updated=updated)
+    return NoteRecord(
+        record.id, record.path, record.slug, record.title, kind, status, project, record.tags,
+        record.text, record.content_hash, record.created, updated,
+    )  # fmt: skip
 
 
 class NoteMirror:

@@ -453,7 +453,7 @@ class Catalog:
 
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values
 #: (a third of the size of one JSON object per entry, and quicker to read back).
-_FIELDS = list(Entry._fields)
+_FIELDS = list(Entry.__annotations__)
 
 
 #: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
