@@ -8,6 +8,9 @@ PORT ?= 7821
 STAMP := $(VENV)/.installed
 # Synthetic vault sizes for benchmarks/scale.py (add 100000 for the full run, ~15 min the first time).
 BENCH_SIZES ?= 1000,10000
+# Vault sizes for benchmarks/startup.py (the daemon's RSS and cold start against the targets); each
+# is built once under benchmarks/out/vaults/ (100k: ~15 min the first time on a quiet machine).
+STARTUP_SIZES ?= 1000,10000,100000
 # pytest-xdist workers for `make test` (the tests mostly wait on subprocesses and fsync, so more
 # workers than cores pays off; TEST_WORKERS=0 runs in one process).
 TEST_WORKERS ?= 3
@@ -44,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/mcp_e2e.py
 	$(BIN)/python benchmarks/sync.py
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
+	$(BIN)/python benchmarks/cli_start.py
+	$(BIN)/python benchmarks/startup.py --sizes $(STARTUP_SIZES)
 
 serve: $(STAMP)
 	$(BIN)/vaultmem serve --vault "$(VAULT)" --port "$(PORT)" --init
