@@ -84,12 +84,16 @@ def test_a_damaged_or_foreign_cache_is_ignored(open_service: OpenService, damage
     assert _entries(catalog) == _entries(want)
 
 
-def test_cache_rows_of_the_wrong_shape_are_ignored(open_service: OpenService) -> None:
+@pytest.mark.parametrize("cut", ["a short column", "a missing column"])
+def test_cache_columns_of_the_wrong_shape_are_ignored(open_service: OpenService, cut: str) -> None:
     layout = _write_notes(open_service, 2)
     Catalog(layout).scan()
     cache = layout.state_dir / "catalog.json"
     data = json.loads(cache.read_text(encoding="utf-8"))
-    data["entries"][0] = data["entries"][0][:-3]  # a short row
+    if cut == "a short column":
+        data["columns"][3] = data["columns"][3][:-1]
+    else:
+        del data["columns"][-1]
     cache.write_text(json.dumps(data), encoding="utf-8")
     catalog = Catalog(layout)
     assert catalog.scan() == (2, 2)

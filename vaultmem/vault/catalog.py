@@ -31,7 +31,7 @@ from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -409,7 +409,11 @@ class Catalog:
 
     # -- the cache --------------------------------------------------------------------------
     def _load_cache(self) -> dict[str, Entry]:
-        """The entries saved by the last scan (rows of field values in :data:`_FIELDS` order)."""
+        """The entries saved by the last scan: one column of values per field of :data:`_FIELDS`.
+
+        Columns, not a row per entry: at 100k notes the rows were 100k lists freed right after the
+        entries were built, which left ~55 MB of the Python heap in use but empty for the life of
+        the daemon, and took 0.45 s longer (docs/benchmarks.md, "Memory and start at scale")."""
         try:
             data = json.loads(self._cache_file.read_text(encoding="utf-8"))
             if (
@@ -418,32 +422,26 @@ class Catalog:
                 or data.get("fields") != _FIELDS
             ):
                 return {}
-            tags = _FIELDS.index("tags")
-            pairs = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
-            repeated = [_FIELDS.index(n) for n in _REPEATED]
-            created, updated = _FIELDS.index("created"), _FIELDS.index("updated")
-            out = {}
-            for row in data["entries"]:
-                if len(row) != len(_FIELDS):  # fields with defaults would take a short row
-                    return {}
-                row[tags] = tuple(row[tags])
-                for i in pairs:
-                    row[i] = tuple(tuple(item) for item in row[i]) if row[i] else ()
-                for i in repeated:
-                    row[i] = _shared(row[i])
-                if row[updated] == row[created]:
-                    row[updated] = row[created]
-                entry = Entry(*row)
-                out[entry.path] = entry
-            return out
+            columns = data["columns"]
+            if len(columns) != len(_FIELDS) or len({len(c) for c in columns}) > 1:
+                return {}
+            columns[_TAGS] = [tuple(t) if t else () for t in columns[_TAGS]]
+            for i in _PAIRS:
+                columns[i] = [tuple(tuple(item) for item in c) if c else () for c in columns[i]]
+            for i in _REPEATED_AT:
+                columns[i] = [_shared(v) for v in columns[i]]
+            created, updated = columns[_CREATED], columns[_UPDATED]
+            columns[_UPDATED] = [c if u == c else u for c, u in zip(created, updated, strict=True)]
+            return {entry.path: entry for entry in map(Entry, *columns)}
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return {}
 
     def save_cache(self) -> None:
         with self._lock:
-            rows = [[getattr(e, name) for name in _FIELDS] for e in self._by_path.values()]
+            entries = list(self._by_path.values())
+        columns = [list(c) for c in zip(*entries, strict=True)] if entries else [[] for _ in _FIELDS]
         payload = json.dumps(
-            {"version": CACHE_VERSION, "fields": _FIELDS, "entries": rows}, ensure_ascii=False
+            {"version": CACHE_VERSION, "fields": _FIELDS, "columns": columns}, ensure_ascii=False
         )
         try:
             atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
@@ -451,9 +449,10 @@ class Catalog:
             log.warning("the catalog cache %s was not saved: %s", self._cache_file, exc)
 
 
-#: Entry's fields in declaration order: the cache stores each entry as a row of these values
-#: (a third of the size of one JSON object per entry, and quicker to read back).
+#: Entry's fields in declaration order: the cache stores one column of values per field.
 _FIELDS = list(Entry.__annotations__)
+_TAGS, _CREATED, _UPDATED = (_FIELDS.index(n) for n in ("tags", "created", "updated"))
+_PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
 
 
 #: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
@@ -463,6 +462,7 @@ _DAY = re.compile(
 
 #: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
 _REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
+_REPEATED_AT = [_FIELDS.index(n) for n in _REPEATED]
 
 
 @overload
