@@ -99,8 +99,10 @@ class Memory:
         self._keeper: IndexKeeper | None = None
         if index:
             from vaultmem.index.embedder import warm_in_background
+            from vaultmem.index.heap import return_big_blocks
             from vaultmem.index.opening import calibration_for, embedder_for, open_index
 
+            return_big_blocks()  # a process that opens the index lives long: freed memory goes back
             embedder = embedder or embedder_for(settings)
             self._warmup = warm_in_background(embedder)  # the model loads while the catalog is scanned
         writer = VaultWriter(

@@ -77,8 +77,8 @@ def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.fl
 def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
     """NoteRecords from the record columns of a ``notes`` Arrow table, column by column.
 
-    Repeated short values (status, kind, project) share one string object (interned, as the
-    catalog's are), which matters for memory when every note is held in memory.
+    Repeated short values (status, kind, project) share one string object, and so do the values
+    the catalog holds too (interned, as the catalog's are): every note is held in memory twice.
     """
     if table.num_rows == 0:
         return []
@@ -87,7 +87,9 @@ def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
         return [v if v is None else sys.intern(v) for v in values]
 
     columns = {name: table[name].to_pylist() for name in RECORD_COLUMNS}
-    for name in ("status", "kind", "project"):
+    # status, kind, project: a handful of values; id, path, title, content_hash, created: the
+    # catalog holds them too (vault/catalog.py interns the same columns of its cache).
+    for name in ("status", "kind", "project", "id", "path", "title", "content_hash", "created"):
         columns[name] = share(columns[name])
     columns["updated"] = [
         c if u == c else u for c, u in zip(columns["created"], columns["updated"], strict=True)

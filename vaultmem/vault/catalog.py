@@ -430,6 +430,8 @@ class Catalog:
                 columns[i] = [tuple(tuple(item) for item in c) if c else () for c in columns[i]]
             for i in _REPEATED_AT:
                 columns[i] = [_shared(v) for v in columns[i]]
+            for i in _HELD_BY_THE_INDEX_TOO:
+                columns[i] = [None if v is None else sys.intern(v) for v in columns[i]]
             created, updated = columns[_CREATED], columns[_UPDATED]
             columns[_UPDATED] = [c if u == c else u for c, u in zip(created, updated, strict=True)]
             return {entry.path: entry for entry in map(Entry, *columns)}
@@ -463,6 +465,10 @@ _DAY = re.compile(
 #: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
 _REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
 _REPEATED_AT = [_FIELDS.index(n) for n in _REPEATED]
+#: Values the index's in-memory records hold too: interned where both are read from disk (this
+#: cache, the index's table), so the two share one string (~30 MB at 100k notes, net of the table
+#: of interned strings; docs/benchmarks.md). ``index/_schema.py`` interns the same columns.
+_HELD_BY_THE_INDEX_TOO = [_FIELDS.index(n) for n in ("id", "path", "title", "content_hash", "created")]
 
 
 @overload
