@@ -146,7 +146,9 @@ class NoteMirror:
 
         A C-ordered, writeable float32 ``vectors`` with one row per record becomes the mirror's own
         matrix (no copy: at 100k notes a copy is 150 MB more while the index opens); the caller
-        gives it up. Built column by column, outside the lock, and swapped in under it."""
+        gives it up. Built column by column, outside the lock, and swapped in under it. The records
+        are kept as given: the table's reader (``_schema.records_from_table``) already shares their
+        repeated strings, which :meth:`put` does for a write."""
         if len(records) != len(vectors):
             raise ValueError("replace needs one vector per record")
         dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
@@ -155,7 +157,7 @@ class NoteMirror:
             matrix = np.zeros((max(len(records), 16), dim), dtype=np.float32)
             matrix[: len(records)] = vectors
             vectors = matrix
-        shared = [_shared(r) for r in records]
+        shared = list(records)
         ids = [r.id for r in shared]
         row = {note_id: i for i, note_id in enumerate(ids)}
         if len(row) != len(ids):
