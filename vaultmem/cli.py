@@ -232,6 +232,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1
     print(f"{report.notes} notes, {report.index_rows} indexed")
+    print(report.layout["explanation"])
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
         ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
@@ -239,6 +240,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         (
             "dangling links",
             [f"{d['path']}: {d['property']} -> [[{d['target']}]]" for d in report.dangling_links],
+        ),
+        (
+            "links in a note's text to no note yet (Obsidian shows them unresolved; not a problem)",
+            [f"{d['path']}: [[{d['target']}]]" for d in report.dangling_text_links],
         ),
         ("not in the index (run `vaultmem reindex`)", report.index_missing),
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),

@@ -1,20 +1,28 @@
-"""The edge graph in memory: every typed link of the vault, derived from frontmatter.
+"""The edge graph in memory: every link of the vault, derived from the notes.
 
-Built from the notes' frontmatter at start (the first reconcile) and kept current by the write
-path's listener and the watcher, so it is current when a write returns; the graph tools read it.
-It is derived state held only here: a restart derives it again (``docs/architecture.md`` says why
-there is no LanceDB edges table).
+Two kinds of edges: the typed links of frontmatter (``supports: ["[[x]]"]``, written by agents or
+a person) and the read-only ``links_to`` edges of the links in a note's text (``[[x]]`` in the
+body, a person's own property): the graph a person builds in Obsidian. The second kind comes from
+the catalog (which parsed the text once, and caches it), so building the graph reads only the
+notes that carry typed links.
+
+Built at start (the first reconcile) and kept current by the write path's listener and the
+watcher, so it is current when a write returns; the graph tools read it. A note that appears,
+goes or changes its ``aliases:`` re-resolves the links that name it (a person clicks an
+unresolved link and Obsidian creates the note: the edge appears). It is derived state held only
+here: a restart derives it again (``docs/architecture.md`` says why there is no LanceDB edges table).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import derived_id
-from vaultmem.notes.links import Edge, edges_of, typed_links
+from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, text_edges, text_refs, typed_links
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.layout import VaultLayout
@@ -53,6 +61,9 @@ class EdgeGraph:
         self._out: dict[str, list[Edge]] = {}  # source id -> its edges
         self._in: dict[str, list[Edge]] = {}  # target id -> edges pointing at it
         self._by_id: dict[str, Edge] = {}  # edge id -> edge
+        #: Lower-cased last name of every link target -> paths of the notes whose links name it.
+        self._mentions: dict[str, set[str]] = {}
+        self._named: dict[str, tuple[str, tuple[str, ...]]] = {}  # note id -> (path, its names)
         self.primed = False  # every linked note's edges computed at least once
         self._lock = threading.RLock()
 
@@ -72,21 +83,83 @@ class EdgeGraph:
         self.update_many([note])
 
     def update_many(self, notes: list[Note]) -> None:
-        """Replace the outgoing edges of each note."""
+        """Replace the outgoing edges of each note; re-resolve the links naming a note that is new
+        here or changed its ``aliases:``."""
         with self._lock:
+            renamed: set[str] = set()
             for note in notes:
                 source_id = index_id(note, self.catalog)  # a conflict copy's links are its own
+                entry = self.catalog.by_path(note.path)
+                if entry is not None and entry.content_hash != note.content_hash:
+                    entry = None  # the catalog has moved on (or not yet): read the note itself
+                renamed |= self._renamed(source_id, note.path, entry.aliases if entry else ())
+                self._compute(source_id, note.path, entry, note)
+            self._refresh(renamed)
+
+    def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
+        """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
+        typed links and is not given), those of its text from ``entry`` (or ``note``)."""
+        meta = note.text.meta if note is not None and note.text is not None else None
+        links = typed_links(meta) if meta is not None else (entry.links if entry is not None else ())
+        if links and meta is None:
+            try:
+                note = read_note(self.catalog.layout, path)
                 meta = note.text.meta if note.text is not None else {}
-                if not typed_links(meta) and source_id not in self._out:
-                    continue
-                edges, _dangling = edges_of(
-                    source_id, meta, self._resolver(note.path), note.updated or note.created or ""
-                )
-                self._set(source_id, edges)
+            except MalformedNote:
+                links, meta = (), None
+        targets = (
+            entry.text_links if entry is not None else (text_refs(note.body, meta).links if note else ())
+        )
+        old = self._out.get(source_id)
+        for target in (*(name for _t, name in links), *targets):
+            self._mentions.setdefault(_last_name(target), set()).add(path)
+        if not links and not targets and old is None:
+            return
+        resolve = self._resolver(path)
+        created = _stamp(entry, note)
+        edges: list[Edge] = []
+        if links and meta is not None:
+            edges, _dangling = edges_of(source_id, meta, resolve, created)
+        if targets:
+            edges.extend(text_edges(source_id, targets, resolve, created)[0])
+        self._set(source_id, edges)
+
+    def _renamed(self, note_id: str, path: str, aliases: tuple[str, ...]) -> set[str]:
+        """The names whose links resolve differently now that ``note_id`` is at ``path`` with these
+        ``aliases`` (all of them for a note new here, none for one whose names stayed)."""
+        names = (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), tuple(a.lower() for a in aliases))
+        before = self._named.get(note_id)
+        self._named[note_id] = (path, (names[0], *names[1]))
+        now = {names[0], *names[1]}
+        if before is None:
+            return now
+        if before[0] == path and set(before[1]) == now:
+            return set()
+        return now | set(before[1])
+
+    def _refresh(self, names: Iterable[str]) -> None:
+        """Recompute the edges of every note whose links name one of ``names``."""
+        paths = {p for name in names for p in self._mentions.get(name, ())}
+        for path in sorted(paths):
+            entry = self.catalog.by_path(path)
+            if entry is None:
+                self._mentions_gone(path)
+                continue
+            self._compute(index_id(entry, self.catalog), path, entry, None)
+
+    def _mentions_gone(self, path: str) -> None:
+        for name in [n for n, paths in self._mentions.items() if path in paths]:
+            self._mentions[name].discard(path)
+            if not self._mentions[name]:
+                del self._mentions[name]
 
     def forget(self, source_id: str) -> None:
+        """The note ``source_id`` is gone: drop its edges and re-resolve the links that named it."""
         with self._lock:
             self._set(source_id, [])
+            named = self._named.pop(source_id, None)
+            if named is not None:
+                self._refresh(named[1])
 
     def _set(self, source_id: str, edges: list[Edge]) -> None:
         for old in self._out.pop(source_id, []):
@@ -140,14 +213,43 @@ class EdgeGraph:
         return Standing("current", (), ())
 
     def rebuild(self, layout: VaultLayout) -> int:
-        """Recompute every linked note's edges (after a reconcile changed what links resolve to)."""
-        notes: list[Note] = []
-        for entry in self.catalog.entries():
-            if entry.links:
-                try:
-                    notes.append(read_note(layout, entry.path))
-                except MalformedNote:
-                    continue
-        self.update_many(notes)
-        self.primed = True
-        return len(notes)
+        """Recompute every note's edges (after a reconcile changed what links resolve to); return
+        how many notes have links. Only the notes with typed links are read from the vault: the
+        links of a note's text are in the catalog."""
+        with self._lock:
+            self._mentions.clear()
+            self._named.clear()
+            linked = 0
+            for entry in self.catalog.entries():
+                source_id = index_id(entry, self.catalog)
+                self._named[source_id] = (
+                    entry.path,
+                    (entry.slug.lower(), *(a.lower() for a in entry.aliases)),
+                )
+                if entry.links or entry.text_links or source_id in self._out:
+                    self._compute(source_id, entry.path, entry, None)
+                    linked += bool(entry.links or entry.text_links)
+            for gone in [i for i in self._out if i not in self._named]:  # notes no longer in the vault
+                self._set(gone, [])
+            self.primed = True
+            return linked
+
+
+def _last_name(target: str) -> str:
+    """The file name a link target ends with, lower-cased: what a new note must be called to take it."""
+    return target.rsplit("/", 1)[-1].strip().lower()
+
+
+def _stamp(entry: Entry | None, note: Note | None) -> str:
+    """When a note's links were last written, as far as the vault tells: its ``updated`` or
+    ``created``, else (a person's note without frontmatter) its file's time."""
+    for source in (note, entry):
+        if source is not None and (source.updated or source.created):
+            return str(source.updated or source.created)
+    if entry is not None:
+        when = dt.datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=dt.UTC)
+        return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return ""
+
+
+__all__ = ["TEXT_LINK", "EdgeGraph", "Standing", "index_id"]
