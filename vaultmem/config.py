@@ -36,8 +36,6 @@ def find_homes(vault: Path) -> list[str]:
     none of these (not a vault yet): vaultmem then files at the root, as it always did."""
     if (vault / CONTRACT_FILE).is_file() or (vault / CONFIG_FILE).is_file():
         return [""]
-    if (vault / DEFAULT_HOME / CONFIG_FILE).is_file():
-        return [DEFAULT_HOME]
     try:
         with os.scandir(vault) as listing:
             folders = sorted(e.name for e in listing if not e.name.startswith(".") and e.is_dir())
