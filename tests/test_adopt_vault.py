@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import git, hand_write
 from graph_wire import Wire
-from mcp_harness import stdio_env, wait_for
+from mcp_harness import stdio_env, structured, wait_for
 from test_server_process import serve_process
 
 pytestmark = pytest.mark.model
@@ -141,13 +141,15 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
         assert "garden" in next(t for t in listed["items"] if t["id"] == home)["tags"]
 
         # A session of agent writes: all of them land in Memory/.
-        appended = wire.ok("memory_append", content="Apollo reviews happen on Thursdays.", kind="convention")
+        appended = structured(
+            wire.call("memory_append", content="Apollo reviews happen on Thursdays.", kind="convention")
+        )
         stored = wire.ok("memory_store", action="create", content="Apollo needs a launch checklist.")
         agent_note = stored["item"]["id"]
         link = wire.ok(
             "memory_store", action="link", source_id=agent_note, target_id=apollo, edge_type="references"
         )
-        wire.ok("memory_capture", content="Maybe rename Apollo to Artemis?")
+        assert structured(wire.call("memory_capture", content="Maybe rename Apollo to Artemis?"))["success"]
         graph = wire.ok("memory_crystallize", action="graph", limit=200)
         types = {(e["source"], e["target"], e["type"]) for e in graph["edges"]}
         assert (home, apollo, "links_to") in types and (agent_note, apollo, "references") in types
@@ -158,7 +160,7 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
         )
         message, _ = wire.error("memory_store", action="unlink", edge_id=body_edge, confirm=True)
         assert "written in the note's text" in message and "Home.md" in message
-        message, _ = wire.error("memory_store", action="link", source_id=apollo, target_id=agent_note)
+        message, _ = wire.error("memory_store", action="link", source_id=apollo, target_id=appended["id"])
         assert "outside vaultmem's folder Memory/" in message
         message, _ = wire.error("memory_forget", id=home)
         assert "never changes it" in message
@@ -195,7 +197,7 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
     notes = [rel for rel in new_files if rel.endswith(".md") and not rel.startswith("Memory/.vaultmem")]
     assert any(rel.startswith("Memory/memory/procedural/") for rel in notes)  # the contract's routing
     first = git(vault, "rev-list", "--max-parents=0", "HEAD").strip()
-    assert sorted(git(vault, "ls-tree", "-r", "--name-only", first).split()) == sorted(
+    assert sorted(git(vault, "ls-tree", "-r", "--name-only", first).splitlines()) == sorted(
         set(PERSONS_VAULT) - {".obsidian/workspace.json"}
     )  # the person's files as the first commit (Obsidian's per-device layout aside)
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""

@@ -35,6 +35,7 @@ from urllib.parse import unquote
 
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.frontmatter import NoteText
+from vaultmem.notes.ids import uuid5_text
 from vaultmem.notes.model import OWNED_KEYS
 
 EDGE_TYPES = (
@@ -89,10 +90,10 @@ def recorded_targets(meta: Mapping[str, Any]) -> dict[str, str]:
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
-    return str(uuid.uuid5(_EDGE_NS, f"{source_id}|{edge_type}|{target_id}"))
+    return uuid5_text(_EDGE_NS, f"{source_id}|{edge_type}|{target_id}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """A typed link from one note to another (derived from the source note's frontmatter)."""
 

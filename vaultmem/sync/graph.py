@@ -54,7 +54,15 @@ class Standing:
 
 
 class EdgeGraph:
-    """Every edge of the vault, by source, by target and by id. Thread-safe."""
+    """Every edge of the vault, by source, by target and by id. Thread-safe.
+
+    The typed edges are built by :meth:`rebuild` (the first reconcile, on the start's path). The
+    ``links_to`` edges of the notes' text are built on the first read that needs them, or on a
+    thread as soon as a daemon starts watching (:meth:`warm_in_background`): a vault of a
+    person's notes has several per note, and deriving tens of thousands of them before the first
+    answer would slow every start (``docs/benchmarks.md``). A search's standing annotations read
+    only typed edges and never wait for them.
+    """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -64,20 +72,143 @@ class EdgeGraph:
         #: Lower-cased last name of every link target -> paths of the notes whose links name it.
         self._mentions: dict[str, set[str]] = {}
         self._named: dict[str, tuple[str, tuple[str, ...]]] = {}  # note id -> (path, its names)
-        self.primed = False  # every linked note's edges computed at least once
+        self.primed = False  # every linked note's typed edges computed at least once
+        self._text_ready = True  # False while the catalog's text links wait to become edges
+        self._background = False  # build them on a thread after each rebuild (a daemon)
         self._lock = threading.RLock()
+        self._memo: dict[str, str] | None = None  # path -> index id, while a build runs
+
+    # -- reads -------------------------------------------------------------------------------------
+    def find(self, edge_id: str) -> Edge | None:
+        """The edge with this id (from memory)."""
+        self._text_edges()
+        return self._by_id.get(edge_id)
+
+    def outgoing(self, note_id: str) -> list[Edge]:
+        self._text_edges()
+        return list(self._out.get(note_id, []))
+
+    def incoming(self, note_id: str) -> list[Edge]:
+        self._text_edges()
+        return list(self._in.get(note_id, []))
+
+    def edges_of(self, note_id: str) -> list[Edge]:
+        """Every edge that starts or ends at ``note_id`` (from memory; no index query)."""
+        self._text_edges()
+        return [*self._out.get(note_id, []), *self._in.get(note_id, [])]
+
+    def standing(self, note_id: str, status: str, is_live: Callable[[str], bool]) -> Standing:
+        """Whether a note is current, superseded or contradicted, and by which live notes.
+
+        Superseded: its status says so, or a live note ``replaces`` it. Contradicted: a live note
+        and it are joined by a ``contradicts`` edge (either direction). Typed edges only: this
+        never waits for the edges of the notes' text.
+        """
+        incoming, outgoing = self._in.get(note_id, []), self._out.get(note_id, [])
+        superseded_by = sorted(
+            {e.source_id for e in incoming if e.type == "replaces" and is_live(e.source_id)}
+        )
+        contradicted_by = sorted(
+            {
+                e.target_id if e.source_id == note_id else e.source_id
+                for e in [*outgoing, *incoming]
+                if e.type == "contradicts"
+            }
+            - {note_id}
+        )
+        contradicted_by = [i for i in contradicted_by if is_live(i)]
+        if status == "superseded" or superseded_by:
+            return Standing("superseded", tuple(superseded_by), tuple(contradicted_by))
+        if contradicted_by:
+            return Standing("contradicted", (), tuple(contradicted_by))
+        return Standing("current", (), ())
+
+    # -- building ----------------------------------------------------------------------------------
+    def rebuild(self, layout: VaultLayout) -> int:
+        """Recompute every note's typed edges (after a reconcile changed what links resolve to)
+        and mark the edges of the notes' text to be derived again; return how many notes have
+        links. Only the notes with typed links are read from the vault."""
+        with self._lock:
+            for table in (self._out, self._in, self._by_id, self._mentions, self._named):
+                table.clear()
+            memo: dict[str, str] = {}
+            self._memo = memo
+            linked = 0
+            texts = False
+            try:
+                for entry in self.catalog.entries():
+                    source_id = memo.get(entry.path)
+                    if source_id is None:
+                        source_id = memo[entry.path] = index_id(entry, self.catalog)
+                    names = (entry.slug.lower(), *(a.lower() for a in entry.aliases))
+                    self._named[source_id] = (entry.path, names)
+                    texts = texts or bool(entry.text_links)
+                    if entry.links:
+                        self._text_ready = True  # typed edges only, now: the text build follows
+                        self._compute(source_id, entry.path, entry, None)
+                    linked += bool(entry.links or entry.text_links)
+            finally:
+                self._memo = None
+            self._text_ready = not texts
+            self.primed = True
+        if self._background and not self._text_ready:
+            self._start_text_build()
+        return linked
+
+    def warm_in_background(self) -> None:
+        """Derive the edges of the notes' text on a thread now, and after every rebuild (a
+        daemon, whose first graph read should not wait for them)."""
+        self._background = True
+        if not self._text_ready:
+            self._start_text_build()
+
+    def _start_text_build(self) -> None:
+        threading.Thread(target=self._text_edges, name="vaultmem-text-links", daemon=True).start()
+
+    def _text_edges(self) -> None:
+        """Add the ``links_to`` edge of every link in every note's text (once after a rebuild)."""
+        if self._text_ready:
+            return
+        with self._lock:
+            if self._text_ready:
+                return
+            memo: dict[str, str] = {}
+            self._memo = memo
+            try:
+                for entry in self.catalog.entries():
+                    if not entry.text_links:
+                        continue
+                    source_id = memo.get(entry.path)
+                    if source_id is None:
+                        source_id = memo[entry.path] = index_id(entry, self.catalog)
+                    for target in entry.text_links:
+                        self._mentions.setdefault(_last_name(target), set()).add(entry.path)
+                    edges, _dangling = text_edges(
+                        source_id, entry.text_links, self._resolver(entry.path), _stamp(entry, None)
+                    )
+                    self._add(source_id, edges)
+            finally:
+                self._memo = None
+            self._text_ready = True
 
     def _resolver(self, source: str) -> Callable[[str, str | None], str | None]:
         """Resolve the links of the note at ``source``: (name, recorded id) -> the target's id."""
+        memo = self._memo
 
         def resolve(target: str, recorded: str | None) -> str | None:
             entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
             if entry is None:
                 return None
-            return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+            if memo is None:
+                return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+            found = memo.get(entry.path)
+            if found is None:
+                found = memo[entry.path] = index_id(entry, self.catalog)
+            return found
 
         return resolve
 
+    # -- keeping up --------------------------------------------------------------------------------
     def update(self, note: Note) -> None:
         """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
         self.update_many([note])
@@ -96,9 +227,18 @@ class EdgeGraph:
                 self._compute(source_id, note.path, entry, note)
             self._refresh(renamed)
 
+    def forget(self, source_id: str) -> None:
+        """The note ``source_id`` is gone: drop its edges and re-resolve the links that named it."""
+        with self._lock:
+            self._set(source_id, [])
+            named = self._named.pop(source_id, None)
+            if named is not None:
+                self._refresh(named[1])
+
     def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
         """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
-        typed links and is not given), those of its text from ``entry`` (or ``note``)."""
+        typed links and is not given), those of its text from ``entry`` (or ``note``) unless the
+        text build is still to come (it adds them)."""
         meta = note.text.meta if note is not None and note.text is not None else None
         links = typed_links(meta) if meta is not None else (entry.links if entry is not None else ())
         if links and meta is None:
@@ -107,13 +247,14 @@ class EdgeGraph:
                 meta = note.text.meta if note.text is not None else {}
             except MalformedNote:
                 links, meta = (), None
-        targets = (
-            entry.text_links if entry is not None else (text_refs(note.body, meta).links if note else ())
-        )
-        old = self._out.get(source_id)
+        targets: tuple[str, ...] = ()
+        if self._text_ready:
+            targets = (
+                entry.text_links if entry is not None else text_refs(note.body, meta).links if note else ()
+            )
         for target in (*(name for _t, name in links), *targets):
             self._mentions.setdefault(_last_name(target), set()).add(path)
-        if not links and not targets and old is None:
+        if not links and not targets and source_id not in self._out:
             return
         resolve = self._resolver(path)
         created = _stamp(entry, note)
@@ -127,15 +268,14 @@ class EdgeGraph:
     def _renamed(self, note_id: str, path: str, aliases: tuple[str, ...]) -> set[str]:
         """The names whose links resolve differently now that ``note_id`` is at ``path`` with these
         ``aliases`` (all of them for a note new here, none for one whose names stayed)."""
-        names = (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), tuple(a.lower() for a in aliases))
+        names = (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), *(a.lower() for a in aliases))
         before = self._named.get(note_id)
-        self._named[note_id] = (path, (names[0], *names[1]))
-        now = {names[0], *names[1]}
+        self._named[note_id] = (path, names)
         if before is None:
-            return now
-        if before[0] == path and set(before[1]) == now:
+            return set(names)
+        if before[0] == path and set(before[1]) == set(names):
             return set()
-        return now | set(before[1])
+        return {*names, *before[1]}
 
     def _refresh(self, names: Iterable[str]) -> None:
         """Recompute the edges of every note whose links name one of ``names``."""
@@ -153,14 +293,6 @@ class EdgeGraph:
             if not self._mentions[name]:
                 del self._mentions[name]
 
-    def forget(self, source_id: str) -> None:
-        """The note ``source_id`` is gone: drop its edges and re-resolve the links that named it."""
-        with self._lock:
-            self._set(source_id, [])
-            named = self._named.pop(source_id, None)
-            if named is not None:
-                self._refresh(named[1])
-
     def _set(self, source_id: str, edges: list[Edge]) -> None:
         for old in self._out.pop(source_id, []):
             self._by_id.pop(old.id, None)
@@ -168,71 +300,15 @@ class EdgeGraph:
             incoming[:] = [e for e in incoming if e.source_id != source_id]
             if not incoming:
                 self._in.pop(old.target_id, None)
-        if edges:
-            self._out[source_id] = list(edges)
-            for edge in edges:
-                self._in.setdefault(edge.target_id, []).append(edge)
-                self._by_id[edge.id] = edge
+        self._add(source_id, edges)
 
-    def find(self, edge_id: str) -> Edge | None:
-        """The edge with this id (from memory)."""
-        return self._by_id.get(edge_id)
-
-    def outgoing(self, note_id: str) -> list[Edge]:
-        return list(self._out.get(note_id, []))
-
-    def incoming(self, note_id: str) -> list[Edge]:
-        return list(self._in.get(note_id, []))
-
-    def edges_of(self, note_id: str) -> list[Edge]:
-        """Every edge that starts or ends at ``note_id`` (from memory; no index query)."""
-        return [*self._out.get(note_id, []), *self._in.get(note_id, [])]
-
-    def standing(self, note_id: str, status: str, is_live: Callable[[str], bool]) -> Standing:
-        """Whether a note is current, superseded or contradicted, and by which live notes.
-
-        Superseded: its status says so, or a live note ``replaces`` it. Contradicted: a live note
-        and it are joined by a ``contradicts`` edge (either direction).
-        """
-        superseded_by = sorted(
-            {e.source_id for e in self._in.get(note_id, []) if e.type == "replaces" and is_live(e.source_id)}
-        )
-        contradicted_by = sorted(
-            {
-                e.target_id if e.source_id == note_id else e.source_id
-                for e in self.edges_of(note_id)
-                if e.type == "contradicts"
-            }
-            - {note_id}
-        )
-        contradicted_by = [i for i in contradicted_by if is_live(i)]
-        if status == "superseded" or superseded_by:
-            return Standing("superseded", tuple(superseded_by), tuple(contradicted_by))
-        if contradicted_by:
-            return Standing("contradicted", (), tuple(contradicted_by))
-        return Standing("current", (), ())
-
-    def rebuild(self, layout: VaultLayout) -> int:
-        """Recompute every note's edges (after a reconcile changed what links resolve to); return
-        how many notes have links. Only the notes with typed links are read from the vault: the
-        links of a note's text are in the catalog."""
-        with self._lock:
-            self._mentions.clear()
-            self._named.clear()
-            linked = 0
-            for entry in self.catalog.entries():
-                source_id = index_id(entry, self.catalog)
-                self._named[source_id] = (
-                    entry.path,
-                    (entry.slug.lower(), *(a.lower() for a in entry.aliases)),
-                )
-                if entry.links or entry.text_links or source_id in self._out:
-                    self._compute(source_id, entry.path, entry, None)
-                    linked += bool(entry.links or entry.text_links)
-            for gone in [i for i in self._out if i not in self._named]:  # notes no longer in the vault
-                self._set(gone, [])
-            self.primed = True
-            return linked
+    def _add(self, source_id: str, edges: list[Edge]) -> None:
+        if not edges:
+            return
+        self._out.setdefault(source_id, []).extend(edges)
+        for edge in edges:
+            self._in.setdefault(edge.target_id, []).append(edge)
+            self._by_id[edge.id] = edge
 
 
 def _last_name(target: str) -> str:

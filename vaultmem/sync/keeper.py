@@ -132,6 +132,7 @@ class IndexKeeper:
         )
         watcher.start()
         self.watcher = watcher
+        self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
         return watcher
 
     def stop_watching(self) -> None:

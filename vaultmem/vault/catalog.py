@@ -510,9 +510,11 @@ def _same_id(path: str, other: str) -> str:
     return f"{path}: has the same id as {other}; give one of them a new id or delete the copy"
 
 
-def _closest(paths: Iterable[str], here: str | None) -> str:
+def _closest(paths: set[str] | list[str], here: str | None) -> str:
     """Of several notes a name fits, the one in the folder ``here``, then the shortest path, then
     the first in sort order."""
+    if len(paths) == 1:  # a unique name: most links
+        return next(iter(paths))
     return min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
 
 
