@@ -39,6 +39,7 @@ import synthetic  # noqa: E402
 from _common import machine  # noqa: E402
 
 OUT = HERE / "out" / "text-links"
+GIT_QUIET = ["git", "-c", "gc.auto=0"]  # no background gc: the vault is copied next
 
 START = """
 import json, sys, time
@@ -112,7 +113,7 @@ def write_linked_vault(root: Path, size: int) -> None:
         path.write_text(text, encoding="utf-8")
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
     subprocess.run(
-        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-qm", "bench"],
+        [*GIT_QUIET, "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-qm", "b"],
         cwd=root,
         check=True,
         capture_output=True,

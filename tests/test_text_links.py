@@ -3,11 +3,14 @@ resolves (as Obsidian resolves it), and how the edge graph keeps up with the fil
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import hand_write
+from conftest import FakeClock, hand_write
 from layers import parts, sync_path
+from mcp_harness import structured
+from upkeep_wire import LocalWire, local_runtime
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
@@ -177,5 +180,103 @@ def test_text_links_are_edges_that_follow_the_files_as_the_watcher_sees_them(vau
         (vault / "notes" / "Spoke.md").unlink()  # deleted in a file manager
         assert sync_path(memory, "notes/Spoke.md") == "removed"
         assert targets("notes/Hub.md") == set()
+    finally:
+        memory.close()
+
+
+# -- through the tools ------------------------------------------------------------------------------
+
+
+def _ids(wire: LocalWire) -> dict[str, str]:
+    listed = wire.recall(action="list", limit=500, status="all", compact=False)
+    return {t["path"]: t["id"] for t in listed["items"]}
+
+
+def test_a_link_in_a_notes_text_is_refused_by_unlink_unlink_batch_and_retype(
+    vault: Path, clock: FakeClock
+) -> None:
+    hand_write(vault, "notes/Hub.md", "See [[Spoke]].\n")
+    hand_write(vault, "notes/Spoke.md", "A spoke.\n")
+    before = (vault / "notes" / "Hub.md").read_bytes()
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        ids = _ids(wire)
+        got = wire.recall(action="get", thought_id=ids["notes/Hub.md"], include_edges=True)["item"]
+        (row,) = got["upstream"]
+        edge = row["edge"]
+        assert edge["type"] == "links_to" and edge["target_id"] == ids["notes/Spoke.md"]
+        for arguments in (
+            {"action": "unlink", "edge_id": edge["id"]},
+            {"action": "unlink", "edge_id": edge["id"], "confirm": True},
+            {"action": "retype", "edge_id": edge["id"], "new_type": "supports"},
+            {"action": "unlink_batch", "edge_ids": [edge["id"]], "confirm": True},
+        ):
+            message, error = wire.error("memory_store", **arguments)
+            assert "written in the note's text" in message and "notes/Hub.md" in message, arguments
+            assert error is not None and error["statusCode"] == 400
+        preview = wire.store(action="unlink_batch", edge_ids=[edge["id"]])
+        assert preview["items"][0]["status"] == "failed"
+        assert "written in the note's text" in preview["items"][0]["error"]
+        # A typed link beside it is an agent's to make: the pair rule counts typed links only.
+        typed = wire.store(
+            action="link",
+            source_id=ids["notes/Spoke.md"],
+            target_id=ids["notes/Hub.md"],
+            edge_type="supports",
+        )
+        assert typed["item"]["type"] == "supports"
+    assert (vault / "notes" / "Hub.md").read_bytes() == before
+
+
+def test_a_merge_moves_typed_edges_and_leaves_the_links_of_a_notes_text_where_they_are(
+    vault: Path, clock: FakeClock
+) -> None:
+    hand_write(vault, "notes/Reader.md", "I read [[Old idea]].\n")
+    hand_write(
+        vault, "memory/semantic/Old idea.md", "---\nid: 01a20000-0000-7000-8000-0000000000c1\n---\nOld.\n"
+    )
+    hand_write(
+        vault, "memory/semantic/New idea.md", "---\nid: 01a20000-0000-7000-8000-0000000000c2\n---\nNew.\n"
+    )
+    reader = (vault / "notes" / "Reader.md").read_bytes()
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        wire.confirm(
+            "memory_supersede",
+            action="merge",
+            source_id="01a20000-0000-7000-8000-0000000000c1",
+            target_id="01a20000-0000-7000-8000-0000000000c2",
+        )
+    assert (vault / "notes" / "Reader.md").read_bytes() == reader
+    assert "links_to" not in (vault / "memory" / "semantic" / "New idea.md").read_text(encoding="utf-8")
+
+
+def test_body_tags_filter_searches_and_show_among_the_tags(vault: Path, clock: FakeClock) -> None:
+    hand_write(vault, "notes/Sourdough.md", "---\ntags: [baking]\n---\nFeed the starter daily. #kitchen\n")
+    hand_write(vault, "notes/Bagels.md", "Boil the bagels before baking them.\n")
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        found = wire.recall(action="search", query="baking starter bagels", tag="kitchen", min_relevance=0)
+        assert [i["thought"]["tags"] for i in found["items"]] == [["baking", "kitchen"]]
+        assert [t["tags"] for t in wire.recall(action="list", tag="kitchen")["items"]] == [
+            ["baking", "kitchen"]
+        ]
+        searched = structured(wire.call("memory_search", query="starter"))
+        assert searched["results"][0]["tags"] == ["baking", "kitchen"]
+
+
+def test_a_reconcile_writes_again_an_index_row_that_lacks_a_notes_body_tags(vault: Path) -> None:
+    """Rows written before body tags counted are brought up to date without re-embedding."""
+    hand_write(vault, "notes/Plan.md", "Walk daily. #health\n")
+    memory = Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
+    try:
+        memory.reconcile()
+        index = parts(memory).index
+        (row,) = index.records_for_paths(["notes/Plan.md"])
+        index.upsert([dataclasses.replace(row, tags=())])  # as an earlier version wrote it
+        assert index.records_for_paths(["notes/Plan.md"])[0].tags == ()
+        assert memory.reconcile().indexed == ["notes/Plan.md"]
+        assert index.records_for_paths(["notes/Plan.md"])[0].tags == ("health",)
+        assert memory.reconcile().indexed == []
     finally:
         memory.close()
