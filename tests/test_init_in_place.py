@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git, hand_write
-from mcp_harness import stdio_env
+from conftest import FakeClock, git, hand_write
+from mcp_harness import stdio_env, structured
+from upkeep_wire import LocalWire, local_runtime
 
 from vaultmem.config import Settings
 from vaultmem.vault.init import init_vault
@@ -178,3 +179,37 @@ def test_doctor_explains_the_layout_it_found(tmp_path: Path) -> None:
         "Memory/vaultmem.yaml",
         "Other/vaultmem.yaml",
     ]
+
+
+def test_the_filing_contracts_routing_holds_in_vaultmems_own_folder(tmp_path: Path, clock: FakeClock) -> None:
+    """Kinds, project spaces (desk/projects and Projects/<name>), the project registry and the slots
+    all land under Memory/, by the same contract; vaultmem's own files there are never notes."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Projects/Kitchen.md", "The person's own Projects folder: not vaultmem's.\n")
+    init_vault(vault)
+    code = tmp_path / "code" / "rocket"
+    code.mkdir(parents=True)
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        wire.ok("memory_manage", action="create", name="Rocket", local_path=str(code))
+        (vault / "Memory" / "Projects" / "Rocket").mkdir()
+        wire.ok("memory_reflect", action="reflect", summary="Fuelled.", goals_add=["Launch"], cwd=str(code))
+        wire.ok("memory_reflect", action="reflect", summary="A global note.")
+        stored = wire.store(action="create", content="Countdown from ten.", cwd=str(code))["item"]
+        fact = structured(wire.call("memory_append", content="Water boils at 100 C.", kind="reference"))
+        captured = structured(wire.call("memory_capture", content="Maybe paint it red."))
+        paths = {t["id"]: t["path"] for t in wire.recall(action="list", status="all", compact=False)["items"]}
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "project.yaml").is_file()
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "project_context.md").is_file()
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "active_goals.md").is_file()
+    assert (vault / "Memory" / "desk" / "project_context.md").is_file()
+    assert paths[stored["id"]].startswith("Memory/Projects/Rocket/")
+    assert paths[fact["id"]].startswith("Memory/memory/semantic/")
+    assert paths[captured["id"]].startswith("Memory/memory/episodic/")
+    assert set(paths.values()) == {
+        "Projects/Kitchen.md",
+        paths[stored["id"]],
+        paths[fact["id"]],
+        paths[captured["id"]],
+    }  # slots, project.yaml and Memory/README.md are no notes; the person's note is one
+    assert sorted(p.name for p in (vault / "Projects").iterdir()) == ["Kitchen.md"]
