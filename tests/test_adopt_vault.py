@@ -8,22 +8,19 @@ MCP client for a session of agent writes and reads, and a hand edit the watcher 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import git, hand_write
 from graph_wire import Wire
-from mcp_harness import stdio_env, structured, wait_for
+from mcp_harness import structured, wait_for
+from test_init_in_place import hashes, run
 from test_server_process import serve_process
 
 pytestmark = pytest.mark.model
-VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
 #: A person's Obsidian vault: nested folders, every form of body link, aliases, frontmatter and body
 #: tags, a callout, an embed, notes without frontmatter, two notes sharing a name, an image, and
@@ -53,25 +50,6 @@ PERSONS_VAULT: dict[str, str] = {
 }
 
 
-def _hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` outside git's folder."""
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".git" not in p.relative_to(root).parts
-    }
-
-
-def _run(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [VAULTMEM, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=stdio_env(XDG_CONFIG_HOME=str(config)),
-    )
-
-
 class _Served:
     """What :class:`graph_wire.Wire` needs of a daemon, for one started as a process."""
 
@@ -93,13 +71,13 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
     config = tmp_path / "config"
     for rel, text in PERSONS_VAULT.items():
         hand_write(vault, rel, text)
-    before = _hashes(vault)
+    before = hashes(vault)
     root_before = {p.name for p in vault.iterdir()}
 
-    made = _run("init", str(vault), config=config)
+    made = run("init", str(vault), home=config)
     assert made.returncode == 0, made.stderr
     assert "Memory" in made.stdout
-    indexed = _run("reindex", "--vault", str(vault), config=config)
+    indexed = run("reindex", "--vault", str(vault), home=config)
     assert indexed.returncode == 0, indexed.stderr
 
     with serve_process(vault, config) as (process, url, token):
@@ -180,7 +158,7 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
 
-    after = _hashes(vault)
+    after = hashes(vault)
     assert {rel: after[rel] for rel in before} == before  # every one of the person's files, byte for byte
     new_at_root = {p.name for p in vault.iterdir()} - root_before
     assert new_at_root == {"Memory", ".gitignore", ".git"}  # .git: the vault had no repository
@@ -202,12 +180,12 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
     )  # the person's files as the first commit (Obsidian's per-device layout aside)
     assert git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
 
-    doctor = _run("doctor", "--vault", str(vault), "--json", config=config)
+    doctor = run("doctor", "--vault", str(vault), "--json", home=config)
     report = json.loads(doctor.stdout)
     assert report["layout"]["kind"] == "in place" and report["layout"]["home"] == "Memory"
     assert report["layout"]["person_notes"] == len(by_path) + 1  # Journal/Someday.md came since
     assert {"path": "Journal/2024/2024-03-01.md", "target": "Never written"} in report["dangling_text_links"]
-    assert "Memory/" in _run("doctor", "--vault", str(vault), config=config).stdout
+    assert "Memory/" in run("doctor", "--vault", str(vault), home=config).stdout
 
 
 def _paths(item: dict[str, Any]) -> set[str]:
