@@ -127,7 +127,8 @@ class EdgeGraph:
     def rebuild(self, layout: VaultLayout) -> int:
         """Recompute every note's typed edges (after a reconcile changed what links resolve to)
         and mark the edges of the notes' text to be derived again; return how many notes have
-        links. Only the notes with typed links are read from the vault."""
+        links. Only the notes with typed links are read from the vault, and a note without links
+        or aliases costs nothing here (most of a person's vault)."""
         with self._lock:
             for table in (self._out, self._in, self._by_id, self._mentions, self._named):
                 table.clear()
@@ -135,16 +136,18 @@ class EdgeGraph:
             self._memo = memo
             linked = 0
             texts = False
+            self._text_ready = True  # typed edges only, now: the text build follows
             try:
                 for entry in self.catalog.entries():
+                    if not (entry.links or entry.text_links or entry.aliases):
+                        continue
                     source_id = memo.get(entry.path)
                     if source_id is None:
                         source_id = memo[entry.path] = index_id(entry, self.catalog)
-                    names = (entry.slug.lower(), *(a.lower() for a in entry.aliases))
-                    self._named[source_id] = (entry.path, names)
+                    if entry.aliases:  # a note's file name is known from its path; its aliases only here
+                        self._named[source_id] = (entry.path, _names(entry.path, entry.aliases))
                     texts = texts or bool(entry.text_links)
                     if entry.links:
-                        self._text_ready = True  # typed edges only, now: the text build follows
                         self._compute(source_id, entry.path, entry, None)
                     linked += bool(entry.links or entry.text_links)
             finally:
@@ -227,13 +230,16 @@ class EdgeGraph:
                 self._compute(source_id, note.path, entry, note)
             self._refresh(renamed)
 
-    def forget(self, source_id: str) -> None:
-        """The note ``source_id`` is gone: drop its edges and re-resolve the links that named it."""
+    def forget(self, source_id: str, path: str | None = None) -> None:
+        """The note ``source_id`` (at ``path``) is gone: drop its edges and re-resolve the links
+        that named it."""
         with self._lock:
             self._set(source_id, [])
             named = self._named.pop(source_id, None)
-            if named is not None:
-                self._refresh(named[1])
+            names = set(named[1]) if named is not None else set()
+            if path is not None:
+                names.add(_names(path, ())[0])
+            self._refresh(names)
 
     def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
         """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
@@ -267,8 +273,9 @@ class EdgeGraph:
 
     def _renamed(self, note_id: str, path: str, aliases: tuple[str, ...]) -> set[str]:
         """The names whose links resolve differently now that ``note_id`` is at ``path`` with these
-        ``aliases`` (all of them for a note new here, none for one whose names stayed)."""
-        names = (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), *(a.lower() for a in aliases))
+        ``aliases``: all of them for a note not seen here before (new, or not written since the
+        rebuild), none for one whose names stayed."""
+        names = _names(path, aliases)
         before = self._named.get(note_id)
         self._named[note_id] = (path, names)
         if before is None:
@@ -309,6 +316,11 @@ class EdgeGraph:
         for edge in edges:
             self._in.setdefault(edge.target_id, []).append(edge)
             self._by_id[edge.id] = edge
+
+
+def _names(path: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
+    """The lower-cased names a link may call the note at ``path`` by: its file name, its aliases."""
+    return (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), *(a.lower() for a in aliases))
 
 
 def _last_name(target: str) -> str:

@@ -176,7 +176,7 @@ def sync_path(
             index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
             for row in rows:
                 if edges is not None:
-                    edges.forget(row.id)
+                    edges.forget(row.id, row.path)
         return "removed" if (had or rows) else "unchanged"
     try:
         note = read_note(layout, rel)

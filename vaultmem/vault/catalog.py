@@ -476,7 +476,7 @@ class Catalog:
                     return {}
                 row[tags] = tuple(row[tags])
                 for i in flat:
-                    row[i] = tuple(row[i])
+                    row[i] = tuple(row[i]) if row[i] else ()
                 for i in pairs:
                     row[i] = tuple(tuple(item) for item in row[i])
                 entry = Entry(*row)
