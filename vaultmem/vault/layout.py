@@ -54,6 +54,7 @@ DESK_DIR = "desk"
 #: ones in ``desk/``, a project's in its folder ``desk/projects/<slug>/``. Not memory notes.
 SLOT_FILES = frozenset({"project_context.md", "active_goals.md"})
 PROJECT_FILE = "project.yaml"
+_DESK_PREFIX = DESK_DIR + "/"
 
 
 def in_home(home: str, rel: str) -> str:
@@ -65,7 +66,7 @@ def is_side_file(rel: str, home: str = "") -> bool:
     """True for a vault file vaultmem writes that is not a note: a slot file or a ``project.yaml``
     under ``desk/`` (in vaultmem's folder ``home``). Committed like notes (by the tools, and by the
     watcher after a hand edit), but never catalogued or indexed."""
-    if not rel.startswith(in_home(home, DESK_DIR) + "/"):  # string tests: called for every note
+    if not rel.startswith(f"{home}/{DESK_DIR}/" if home else _DESK_PREFIX):  # called for every note
         return False
     name = rel.rsplit("/", 1)[-1]
     return name in SLOT_FILES or name == PROJECT_FILE
