@@ -280,3 +280,13 @@ def test_a_reconcile_writes_again_an_index_row_that_lacks_a_notes_body_tags(vaul
         assert memory.reconcile().indexed == []
     finally:
         memory.close()
+
+
+def test_health_counts_the_links_to_notes_not_written_yet_without_a_warning(
+    vault: Path, clock: FakeClock
+) -> None:
+    hand_write(vault, "notes/Plans.md", "Next: [[A note not written yet]] and [[Plans]].\n")
+    with local_runtime(vault, clock) as memory:
+        item = LocalWire(memory).ok("memory_status", action="health")["item"]
+    assert item["dangling_text_links"] == 1
+    assert next(c for c in item["checks"] if c["name"] == "dangling_links")["ok"] is True
