@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.config import Settings
+from vaultmem.config import Settings, find_homes
 from vaultmem.errors import VaultmemError
 from vaultmem.limits import LOW_SPACE_MIB
 from vaultmem.memory import Memory, SearchRequest
@@ -43,8 +43,11 @@ def _open(args: argparse.Namespace, *, index: bool = False) -> Memory:
 
 def cmd_init(args: argparse.Namespace) -> int:
     target = Path(args.path or args.vault or Settings.resolve().vault)
-    root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None)
+    root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
     print(f"{'created' if created else 'already a vault:'} {root}")
+    home = Settings.resolve(root).home
+    if home:
+        print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
     from vaultmem.server.token import ensure_token, token_path
 
     path = token_path(root)
@@ -58,9 +61,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vaultmem.server.hosts import banner
 
     settings = _settings(args)
-    if args.init and not (settings.vault / ".git").exists():
+    if args.init and (not (settings.vault / ".git").exists() or not find_homes(settings.vault)):
         root, _ = Memory.init(settings.vault)
         print(f"created a vault at {root}", file=sys.stderr)
+        settings = _settings(args)  # a vault adopted in place keeps vaultmem's state in its folder
     daemon = Daemon(settings, host=args.host, port=args.port)
     daemon.open(_progress("indexing"))
     # The token only to a terminal: under nohup or a supervisor this output is a log file.
@@ -228,6 +232,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1
     print(f"{report.notes} notes, {report.index_rows} indexed")
+    print(report.layout["explanation"])
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
         ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
@@ -235,6 +240,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         (
             "dangling links",
             [f"{d['path']}: {d['property']} -> [[{d['target']}]]" for d in report.dangling_links],
+        ),
+        (
+            "links in a note's text to no note yet (Obsidian shows them unresolved; not a problem)",
+            [f"{d['path']}: [[{d['target']}]]" for d in report.dangling_text_links],
         ),
         ("not in the index (run `vaultmem reindex`)", report.index_missing),
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
@@ -310,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("init", cmd_init, "Create a vault (template folders, filing contract, git repository).")
     p.add_argument("path", nargs="?", help="where to create it (default: --vault)")
     p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+    p.add_argument(
+        "--folder",
+        metavar="NAME",
+        help="vaultmem's own folder in a vault that already holds notes (default: Memory)",
+    )
 
     p = add(
         "serve", cmd_serve, "Run the daemon: MCP over HTTP on 127.0.0.1, the watcher and the commit queue."

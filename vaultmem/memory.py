@@ -80,7 +80,7 @@ class Memory:
         background_commits: bool = True,
     ) -> None:
         self.settings = settings
-        layout = VaultLayout(settings.vault, settings.state_dir)
+        layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
         if not layout.root.is_dir():
             raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
@@ -575,9 +575,10 @@ class Memory:
         return doctor.diagnose_vault(settings)
 
     @staticmethod
-    def init(path: Path, git_dir: Path | None = None) -> tuple[Path, bool]:
-        """``vaultmem init``: make ``path`` a vault (template, filing contract, git); (root, created)."""
-        return init_vault(path, git_dir)
+    def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
+        """``vaultmem init``: make ``path`` a vault (template, filing contract, git), in a folder of
+        its own (``folder``, default Memory/) when ``path`` already holds notes; (root, created)."""
+        return init_vault(path, git_dir, folder)
 
 
 def _scoped(spec: SearchSpec, scope: Scope) -> SearchSpec:

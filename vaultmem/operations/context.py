@@ -56,7 +56,7 @@ class Context:
         self.store = store
         self.writer = writer
         self.clock = clock
-        self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir])
+        self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir], layout.home)
         self.projects = ProjectRegistry(layout.root)
         self.tokens = PreviewTokens()
         self.graph = EdgeGraph(catalog)

@@ -295,9 +295,13 @@ class Memories:
         return ForgetResult(id=canonical_id(note_id), status="deleted", already_deleted=written.result)
 
     # -- planning each kind of write ----------------------------------------------------------
+    def _ours(self, entry: Entry) -> bool:
+        """A note vaultmem may change: in its own folder, not a person's note beside it."""
+        return self.ctx.layout.writable(entry.path)
+
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:
         for entry in self.ctx.catalog.with_fingerprint(fingerprint(content)):
-            if entry.status in statuses and not entry.always_load and entry.id:
+            if entry.status in statuses and not entry.always_load and entry.id and self._ours(entry):
                 return entry
         return None
 
@@ -314,6 +318,8 @@ class Memories:
         wanted = title.casefold()
         for entry in self.ctx.catalog.entries():
             if entry.status not in ("active", "unfiled") or entry.title.casefold() != wanted:
+                continue
+            if not self._ours(entry):
                 continue
             if (source_id and entry.source_id == source_id) or (
                 source_url and entry.source_url == source_url

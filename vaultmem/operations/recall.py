@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from vaultmem.errors import InvalidInput
 from vaultmem.index.records import SearchFilters, SearchHit, SearchResult
 from vaultmem.notes.ids import canonical_id, is_full_id, is_id_prefix
-from vaultmem.notes.links import Edge
+from vaultmem.notes.links import TEXT_LINK, Edge
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import (
     STATUS_FILTERS,
@@ -33,7 +33,9 @@ MAX_SEARCH_LIMIT = 100
 MAX_LIST_LIMIT = 500
 DEFAULT_SEARCH_LIMIT = 10
 MODES = ("flag", "suppress")
-CHAIN_TYPES = frozenset({"parent", "develops"})
+#: What ``chain`` walks: the lineage edges, and the links written in a note's text (in a person's
+#: notes a body link is the only way lineage is written down; docs/architecture.md says why).
+CHAIN_TYPES = frozenset({"parent", "develops", TEXT_LINK})
 MAX_DEGREE = 10
 #: Largest candidate pool one search asks the index for while backfilling.
 MAX_POOL = 2000
@@ -131,7 +133,7 @@ class Recall:
             return False
         if spec.project is not None and entry.project != spec.project:
             return False
-        if spec.tag is not None and spec.tag not in entry.tags:
+        if spec.tag is not None and spec.tag not in entry.all_tags:  # body #tags count too
             return False
         return spec.min_importance is None or (entry.importance or 0.0) >= spec.min_importance
 
@@ -364,7 +366,7 @@ class Recall:
             e for e in self.ctx.catalog.entries()
             if e.status in statuses
             and (project is None or e.project == project)
-            and (tag is None or tag in e.tags)
+            and (tag is None or tag in e.all_tags)
             and (is_cluster is None or e.is_cluster == is_cluster)
         ]  # fmt: skip
         # Newest first; the id breaks ties, so a page is stable while nothing is written.

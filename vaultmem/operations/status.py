@@ -316,6 +316,8 @@ class Status:
             "status": worst,
             "notes": report.notes,
             "index_rows": report.index_rows,
+            # A person's links to notes not written yet: counted, not a finding (Obsidian's idiom).
+            "dangling_text_links": len(report.dangling_text_links),
             "checks": checks,
         }
         if self.sessions is not None:  # served over HTTP: the MCP sessions open (server/sessions.py)

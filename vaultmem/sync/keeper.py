@@ -21,7 +21,7 @@ from vaultmem.sync.graph import EdgeGraph
 from vaultmem.sync.reconcile import IndexListener, Progress, ReconcileReport, reconcile, sync_path
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.layout import VaultLayout, is_side_file
+from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.writer import VaultWriter
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class IndexKeeper:
         A side file (a slot or a project.yaml: not a note) has nothing to index; ``changed`` has the
         watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
         """
-        if is_side_file(rel):
+        if self.layout.is_side_file(rel):
             return "skipped" if self.layout.skip_reason(rel) else "changed"
         return sync_path(self.layout, self.catalog, self.index, rel, self.graph)
 
@@ -128,9 +128,11 @@ class IndexKeeper:
             commit=self.writer.commit_hand_edits,
             quiet_period=self.settings.commit_quiet_period,
             rescan_interval=self.settings.rescan_interval,
+            home=self.layout.home,
         )
         watcher.start()
         self.watcher = watcher
+        self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
         return watcher
 
     def stop_watching(self) -> None:

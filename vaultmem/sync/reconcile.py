@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from vaultmem.errors import MalformedNote, VaultmemError
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord
+from vaultmem.notes.links import text_refs
 from vaultmem.notes.model import Note
 from vaultmem.sync.graph import EdgeGraph, index_id
 from vaultmem.vault.catalog import Catalog, read_note
@@ -27,10 +28,17 @@ CONFLICT_COPY_TAG = "conflict-copy"
 
 
 def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
-    """The index record of a note (under :func:`index_id`); a conflict copy is flagged with the
-    ``conflict-copy`` tag."""
+    """The index record of a note (under :func:`index_id`). Its tags are every tag the note
+    carries, frontmatter ``tags:`` and body ``#tags`` (so both filter a search); a conflict copy
+    is flagged with the ``conflict-copy`` tag."""
     note_id = index_id(note, catalog)
-    tags = (*note.tags, CONFLICT_COPY_TAG) if is_conflict_copy(note.path) else note.tags
+    entry = catalog.by_path(note.path) if catalog is not None else None
+    body_tags = entry.body_tags if entry is not None and entry.content_hash == note.content_hash else None
+    if body_tags is None:
+        body_tags = text_refs(note.body).tags
+    tags = (*note.tags, *(t for t in body_tags if t not in note.tags))
+    if is_conflict_copy(note.path):
+        tags = (*tags, CONFLICT_COPY_TAG)
     return NoteRecord(
         id=note_id,
         path=note.path,
@@ -93,6 +101,7 @@ def reconcile(
     indexed = index.path_hashes()
     wanted = {e.path: e.content_hash for e in catalog.entries()}
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
+    stale += _untagged(catalog, index, set(stale))
     gone = [p for p in indexed if p not in wanted]
     report.unchanged = len(wanted) - len(stale)
     if gone:
@@ -129,6 +138,18 @@ def reconcile(
     return report
 
 
+def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:
+    """Notes whose index row lacks some of their body ``#tags`` (rows written before body tags
+    counted): written again, which re-embeds nothing (the text is unchanged)."""
+    tagged = {e.path: e for e in catalog.entries() if e.body_tags and e.path not in stale}
+    if not tagged:
+        return []
+    rows = index.records_for_paths(list(tagged))
+    return sorted(
+        r.path for r in rows if r.path in tagged and not set(tagged[r.path].all_tags) <= set(r.tags)
+    )
+
+
 def sync_path(
     layout: VaultLayout, catalog: Catalog, index: NoteIndex, rel: str, edges: EdgeGraph | None = None
 ) -> str:
@@ -155,7 +176,7 @@ def sync_path(
             index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
             for row in rows:
                 if edges is not None:
-                    edges.forget(row.id)
+                    edges.forget(row.id, row.path)
         return "removed" if (had or rows) else "unchanged"
     try:
         note = read_note(layout, rel)

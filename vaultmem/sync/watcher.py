@@ -86,9 +86,11 @@ class VaultWatcher:
         debounce: float = 0.15,
         quiet_period: float = 2.0,
         rescan_interval: float = 300.0,
+        home: str = "",
     ) -> None:
         self.root = root.resolve()
         self.state_dir = state_dir.resolve()
+        self.home = home  # vaultmem's folder in the vault (its side files live under it)
         self._sync_path = sync_path
         self._rescan = rescan
         self._commit = commit
@@ -124,7 +126,9 @@ class VaultWatcher:
             return None
         if path == self.state_dir or self.state_dir in path.parents:
             return None
-        if rel.split("/", 1)[0] in IGNORED_DIRS or (is_ignored_rel(rel) and not is_side_file(rel)):
+        if rel.split("/", 1)[0] in IGNORED_DIRS or (
+            is_ignored_rel(rel, self.home) and not is_side_file(rel, self.home)
+        ):
             return None
         return rel
 

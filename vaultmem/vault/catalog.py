@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import posixpath
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -21,14 +22,14 @@ from pathlib import Path
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
-from vaultmem.notes.links import recorded_targets, typed_links
+from vaultmem.notes.links import aliases_of, recorded_targets, text_refs, typed_links
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -69,10 +70,23 @@ class Entry:
     source_trust: str | None = None
     #: ``link_targets``: (link key ``type/name``, id of the note the link was made for) pairs.
     link_ids: tuple[tuple[str, str], ...] = ()
+    #: Links in the note's text (body, the person's own properties), as written: read-only edges.
+    text_links: tuple[str, ...] = ()
+    #: ``#tags`` in the body (frontmatter ``tags:`` are in ``tags``).
+    body_tags: tuple[str, ...] = ()
+    #: ``aliases:``: other names a link may call this note by.
+    aliases: tuple[str, ...] = ()
 
     @property
     def slug(self) -> str:
         return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def all_tags(self) -> tuple[str, ...]:
+        """Every tag the note carries, as Obsidian counts them: frontmatter ``tags:``, then body ``#tags``."""
+        if not self.body_tags:
+            return self.tags
+        return (*self.tags, *(t for t in self.body_tags if t not in self.tags))
 
     @property
     def created_day(self) -> str | None:
@@ -83,6 +97,8 @@ class Entry:
     def from_note(note: Note, mtime_ns: int, size: int) -> Entry:
         src_id = note.source.get("id")
         src_url = note.source.get("url")
+        meta = note.text.meta if note.text is not None else {}
+        refs = text_refs(note.body, meta)
         return Entry(
             path=note.path,
             id=note.id,
@@ -110,6 +126,9 @@ class Entry:
             source_transport=_text_or_none(note.source.get("transport")),
             source_trust=_text_or_none(note.source.get("trust")),
             link_ids=tuple(recorded_targets(note.text.meta).items()) if note.text is not None else (),
+            text_links=refs.links,
+            body_tags=refs.tags,
+            aliases=aliases_of(meta),
         )
 
 
@@ -162,6 +181,7 @@ class Catalog:
         self._by_idem: dict[str, str] = {}
         self._names: dict[str, set[str]] = {}  # directory -> lower-cased file stems
         self._by_stem: dict[str, set[str]] = {}  # lower-cased file stem -> paths
+        self._by_alias: dict[str, set[str]] = {}  # lower-cased alias -> paths of the notes it names
         self._days: Counter[str] = Counter()
         self.problems: dict[str, str] = {}
         #: Paths that look like notes but are never read: ``{printable path: why}`` (a name that is
@@ -240,6 +260,7 @@ class Catalog:
         self._by_idem.clear()
         self._names.clear()
         self._by_stem.clear()
+        self._by_alias.clear()
         self._days.clear()
         self.problems.clear()
         self.skipped.clear()
@@ -270,6 +291,8 @@ class Catalog:
                     self._by_idem.setdefault(tag, entry.path)
         self._names.setdefault(_dir_of(entry.path), set()).add(entry.slug.lower())
         self._by_stem.setdefault(entry.slug.lower(), set()).add(entry.path)
+        for alias in entry.aliases:
+            self._by_alias.setdefault(alias.lower(), set()).add(entry.path)
         day = entry.created_day
         if day:
             self._days[day] += 1
@@ -296,6 +319,12 @@ class Catalog:
             stems.discard(rel)
             if not stems:
                 del self._by_stem[entry.slug.lower()]
+        for alias in entry.aliases:
+            named = self._by_alias.get(alias.lower())
+            if named is not None:
+                named.discard(rel)
+                if not named:
+                    del self._by_alias[alias.lower()]
         day = entry.created_day
         if day:
             self._days[day] -= 1
@@ -346,32 +375,63 @@ class Catalog:
     def resolve_link(
         self, target: str, *, source: str | None = None, recorded: str | None = None
     ) -> Entry | None:
-        """The note a wikilink target names: a vault path (``folder/name``) or a file name.
+        """The note a link target names: a file name, a path, or an alias.
 
         ``recorded`` is the id the linking note recorded for this link (``link_targets``): while a
         note has that id, the link is that note's, whatever names changed since (a clash, a rename
-        outside Obsidian). Otherwise the name decides, as Obsidian resolves it: a path exactly; a
-        bare name shared by several notes goes to the closest one, in the folder of the linking
-        note ``source`` first, then the shortest path, then the first in sort order.
+        outside Obsidian). Otherwise the name decides, as Obsidian resolves it, case-insensitively:
+        a path (``folder/name``) is the note at that vault path, else at that path from the linking
+        note ``source``'s folder (``../x``), else the closest note whose path ends with it; a bare
+        name shared by several notes goes to the closest one: in ``source``'s folder first, then
+        the shortest path, then the first in sort order. A name no file has resolves to the note
+        whose ``aliases:`` list it (Obsidian writes ``[[file|alias]]`` when you pick an alias; a
+        bare ``[[alias]]`` is what a person means by it), by the same order.
         """
-        name = target.strip().removesuffix(".md")
+        name = target.strip()
+        if name.lower().endswith(".md"):
+            name = name[:-3]
         with self._lock:
             if recorded:
                 owner = self._by_id.get(recorded)
                 if owner is not None:
                     return self._by_path.get(owner)
+            here = _dir_of(source) if source is not None else None
             if "/" in name:
-                return self._by_path.get(f"{name}.md")
+                return self._by_path_link(name, here)
             paths = self._by_stem.get(name.lower())
             if not paths:
-                return None
+                paths = self._by_alias.get(name.lower())
+                if not paths:
+                    return None
             if recorded:  # the note it was made for has no id of its own: its id is its path's
                 made_for = next((p for p in paths if derived_id(p) == recorded), None)
                 if made_for is not None:
                     return self._by_path.get(made_for)
-            here = _dir_of(source) if source is not None else None
-            best = min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
-            return self._by_path.get(best)
+            return self._by_path.get(_closest(paths, here))
+
+    def _by_path_link(self, name: str, here: str | None) -> Entry | None:
+        """The note a link with a path names: the vault path, the path from the folder ``here``,
+        else the closest note whose path ends with it (all case-insensitively)."""
+        wanted = name.lstrip("/")
+        exact = self._by_path.get(f"{wanted}.md")
+        if exact is not None:
+            return exact
+        paths = self._by_stem.get(wanted.rsplit("/", 1)[-1].lower())
+        if not paths:
+            return None
+        lowered = {p.lower(): p for p in paths}
+        norm = posixpath.normpath(wanted).lower()
+        tries = [norm] if not norm.startswith("..") else []
+        if here is not None:
+            tries.append(posixpath.normpath(posixpath.join(here, wanted)).lower())
+        for candidate in tries:
+            found = lowered.get(f"{candidate}.md")
+            if found is not None:
+                return self._by_path.get(found)
+        if norm.startswith(".."):
+            return None
+        ends = [p for low, p in lowered.items() if f"/{low}".endswith(f"/{norm}.md")]
+        return self._by_path.get(_closest(ends, here)) if ends else None
 
     def paths_named(self, name: str) -> list[str]:
         """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
@@ -409,11 +469,14 @@ class Catalog:
                 return {}
             tags = _FIELDS.index("tags")
             pairs = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
+            flat = [_FIELDS.index(n) for n in ("text_links", "body_tags", "aliases")]
             out = {}
             for row in data["entries"]:
                 if len(row) != len(_FIELDS):  # fields with defaults would take a short row
                     return {}
                 row[tags] = tuple(row[tags])
+                for i in flat:
+                    row[i] = tuple(row[i]) if row[i] else ()
                 for i in pairs:
                     row[i] = tuple(tuple(item) for item in row[i])
                 entry = Entry(*row)
@@ -445,6 +508,14 @@ def _text_or_none(value: object) -> str | None:
 
 def _same_id(path: str, other: str) -> str:
     return f"{path}: has the same id as {other}; give one of them a new id or delete the copy"
+
+
+def _closest(paths: set[str] | list[str], here: str | None) -> str:
+    """Of several notes a name fits, the one in the folder ``here``, then the shortest path, then
+    the first in sort order."""
+    if len(paths) == 1:  # a unique name: most links
+        return next(iter(paths))
+    return min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
 
 
 def _dir_of(rel: str) -> str:

@@ -155,6 +155,8 @@ class VaultWriter:
                             plan = decide()
                         if not plan.writes:
                             return Written([], plan.result)
+                        for w in plan.writes:  # a person's note outside vaultmem's folder: never
+                            self.layout.check_writable(w.rel)
                         paths = [WriteKey.path(w.rel) for w in plan.writes]
                         busy = next((self._inflight[k] for k in paths if k in self._inflight), None)
                         if busy is None:
