@@ -1,0 +1,345 @@
+"""The memory as it was: the versioned store built from ``git log`` and kept current, and ``as_of``.
+
+The vault's *main line* is the first-parent chain of ``HEAD``: every commit this vault made (an
+agent's write, the watcher's hand-edit commit, a sync round's merge) in the order it made them. A
+merge from another machine (issue 17) is one step of it, its diff against the first parent: the
+other machine's notes arrive in this vault's history at the merge, which is when this memory
+started to hold them. Position ``i`` of the main line is the vault after its ``i``-th commit.
+
+:class:`PastIndex` builds a :class:`~vaultmem.index.versions.VersionStore` on the first ``as_of``
+read (nothing at start: a daemon nobody asks about the past never reads its history), then, on
+each later one, reads only the commits made since (one ``git rev-parse`` when there are none). When
+the line it read is no longer the first part of the main line (a reset, a fast-forward onto
+another machine's line), it rebuilds from the whole ``git log``. Vectors come from the index's
+embedding cache by text hash; texts it does not hold (history cloned from elsewhere, a deleted
+state directory) are embedded once: at once when they are few, else in the background while the
+answers say they are ``degraded``.
+
+``as_of`` is an ISO 8601 date-time (no zone: UTC; a date alone: its midnight, UTC) or a commit id
+(7 to 40 hex digits). A time means the newest commit of the main line at or before it (committer
+dates; a commit dated before its parent counts from its parent's date), so a time after the last
+commit is the memory as last committed and a time before the first is an empty memory. A commit
+on the main line means its tree; a commit merged in from another machine means the vault once that
+merge brought it; a commit this branch does not contain is refused.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import datetime as dt
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from vaultmem.errors import GitError, InvalidInput, MalformedNote
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.versions import PastView, Version, VersionStore
+from vaultmem.notes.ids import derived_id
+from vaultmem.notes.model import note_from_text
+from vaultmem.sync.reconcile import record_for
+from vaultmem.vault.catalog import MAX_NOTE_BYTES, Entry
+from vaultmem.vault.history import GitRepo
+from vaultmem.vault.layout import is_conflict_copy, is_ignored_rel
+
+__all__ = ["AsOf", "LineCommit", "PastIndex", "head_of", "main_line", "parse_as_of", "read_blobs"]
+
+log = logging.getLogger(__name__)
+_HEX = re.compile(r"[0-9a-fA-F]{7,40}")
+_MAX_AS_OF = 64
+#: Past texts the first ``as_of`` read embeds before answering; beyond, in the background.
+EMBED_INLINE = 256
+#: Blobs read per ``git cat-file`` call while building.
+BLOB_BATCH = 4096
+_REGULAR = (b"100644", b"100755")
+
+
+@dataclass(frozen=True)
+class LineCommit:
+    """One commit of the main line: its id, first parent, committer time and the note files it
+    changed against that parent (``blob`` None: removed)."""
+
+    sha: str
+    parent: str | None
+    time: int
+    changes: tuple[tuple[str, str | None], ...]
+
+
+def head_of(repo: GitRepo) -> str:
+    """The commit ``HEAD`` names ("" in a repository with no commit yet)."""
+    return repo.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
+
+
+def main_line(repo: GitRepo, head: str, since: str | None = None) -> list[LineCommit]:
+    """The main line up to ``head``, oldest first (only the commits after ``since`` when given):
+    each commit's changes to note files, a merge's against its first parent."""
+    if not head:
+        return []
+    raw = repo.run(
+        "log", "--first-parent", "--reverse", "--diff-merges=first-parent", "--raw", "--no-renames",
+        "--no-abbrev", "-z", "--format=%x1e%H%x09%P%x09%ct", f"{since}..{head}" if since else head, "--",
+    ).stdout  # fmt: skip
+    out: list[LineCommit] = []
+    for record in raw.split(b"\x1e")[1:]:
+        header, _, rest = record.partition(b"\0")
+        sha, parents, stamp = header.decode("ascii").split("\t")
+        fields = rest.lstrip(b"\n").split(b"\0")
+        changes: list[tuple[str, str | None]] = []
+        for meta, name in zip(fields[0::2], fields[1::2], strict=False):
+            parts = meta.lstrip(b":").split(b" ")
+            if len(parts) < 5:
+                continue
+            path = name.decode("utf-8", "surrogateescape")
+            if is_ignored_rel(path):
+                continue
+            removed = parts[4].startswith(b"D") or parts[1] not in _REGULAR
+            changes.append((path, None if removed else parts[3].decode("ascii")))
+        first = parents.split(" ", 1)[0] or None
+        out.append(LineCommit(sha, first, int(stamp), tuple(changes)))
+    return out
+
+
+def read_blobs(repo: GitRepo, shas: Sequence[str]) -> dict[str, bytes]:
+    """The contents of these blobs (``git cat-file --batch``); missing ones and notes over the size
+    cap are left out."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(shas), BLOB_BATCH):
+        chunk = shas[start : start + BLOB_BATCH]
+        raw = repo.run("cat-file", "--batch", input_bytes="".join(f"{s}\n" for s in chunk).encode()).stdout
+        at = 0
+        while at < len(raw):
+            eol = raw.index(b"\n", at)
+            header = raw[at:eol].split(b" ")
+            at = eol + 1
+            if len(header) < 3:  # "<sha> missing"
+                continue
+            size = int(header[2])
+            if size <= MAX_NOTE_BYTES:
+                found[header[0].decode("ascii")] = raw[at : at + size]
+            at += size + 1
+    return found
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A parsed ``as_of``: a commit id to look up, a time, or both (``20260314`` is both)."""
+
+    text: str
+    commit: str | None
+    time: float | None
+
+
+def parse_as_of(value: object) -> AsOf:
+    """Check an ``as_of`` argument's form (no git needed): a 400 naming it when it has none."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("as_of is empty; pass an ISO 8601 date-time (2026-03-14T09:30:00Z) or a commit id")
+    text = value.strip()
+    if len(text) > _MAX_AS_OF:
+        raise InvalidInput(f"as_of is {len(text)} characters; pass a date-time or a commit id")
+    commit = text if _HEX.fullmatch(text) else None
+    when: float | None = None
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+        when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).timestamp()
+    except ValueError:
+        if commit is None:
+            raise InvalidInput(
+                f"as_of {text!r} is neither an ISO 8601 date-time (2026-03-14T09:30:00Z; without a "
+                "zone it is UTC) nor a commit id (7 to 40 hex digits, as `vaultmem log` shows)"
+            ) from None
+    return AsOf(text, commit, when)
+
+
+class PastIndex:
+    """The versions of the vault's main line, built on first use from git and kept current."""
+
+    def __init__(self, repo: GitRepo, index: NoteIndex) -> None:
+        self.repo = repo
+        self.index = index
+        self._lock = threading.Lock()
+        self._store: VersionStore | None = None
+        self._line: list[str] = []  # commit ids, oldest first
+        self._times: list[float] = []  # their committer times, never decreasing
+        self._position: dict[str, int] = {}
+        self._owner: dict[str, str] = {}  # a note id (its file's) -> the path holding it now
+        self._embedder: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    # ----------------------------------------------------------------- reading the past
+
+    def view(self, as_of: object) -> PastView:
+        """The memory at ``as_of``: a 400 naming the argument when it is no date-time or commit."""
+        wanted = parse_as_of(as_of)
+        with self._lock:
+            store = self._current()
+            position = self._position_for(wanted)
+            moment = self._moment(position)
+        searcher = self.index.searcher
+        return PastView(
+            store,
+            position,
+            moment=moment,
+            embed_query=searcher.embed_query,
+            stale=self.index.needs_rebuild,
+            fusion=searcher.fusion,
+            calibration=searcher.calibration,
+        )
+
+    def _moment(self, position: int) -> str:
+        """How an answer names its moment: the commit and its date, or before the first commit."""
+        if position < 0:
+            return "before the vault's first commit"
+        when = dt.datetime.fromtimestamp(self._times[position], dt.UTC).isoformat()
+        return f"at commit {self._line[position][:12]} ({when.replace('+00:00', 'Z')})"
+
+    def _position_for(self, wanted: AsOf) -> int:
+        if wanted.commit is not None:
+            sha = self.repo.git(
+                "rev-parse", "--verify", "--quiet", "--end-of-options", f"{wanted.commit}^{{commit}}",
+                check=False,
+            ).strip()  # fmt: skip
+            if sha:
+                return self._position_of_commit(sha, wanted.text)
+            if wanted.time is None:
+                raise InvalidInput(
+                    f"as_of {wanted.text!r} names no commit of this vault's history; pass a commit id "
+                    "from `vaultmem log` or an ISO 8601 date-time"
+                )
+        assert wanted.time is not None
+        return bisect.bisect_right(self._times, wanted.time) - 1
+
+    def _position_of_commit(self, sha: str, text: str) -> int:
+        found = self._position.get(sha)
+        if found is not None:
+            return found
+        if not self._line or not self._contains(self._line[-1], sha):
+            raise InvalidInput(
+                f"as_of {text!r} is a commit the vault's current branch does not contain; pass a "
+                "commit from `vaultmem log` or an ISO 8601 date-time"
+            )
+        low, high = 0, len(self._line) - 1  # the first main-line commit containing it (a merge)
+        while low < high:
+            middle = (low + high) // 2
+            if self._contains(self._line[middle], sha):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def _contains(self, commit: str, ancestor: str) -> bool:
+        return self.repo.run("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
+
+    # ----------------------------------------------------------------- keeping it current
+
+    def _current(self) -> VersionStore:
+        """The store, read up to ``HEAD`` (built the first time, rebuilt when the line changed)."""
+        head = head_of(self.repo)
+        store = self._store
+        tip = self._line[-1] if self._line else ""
+        if store is not None and head == tip:
+            return store
+        if store is not None and tip:
+            try:
+                new = main_line(self.repo, head, since=tip)
+            except GitError:  # the commit read last is gone (history rewritten, then pruned)
+                new = []
+            if new and new[0].parent == tip:
+                self._apply(store, new)
+                self._vectors()
+                return store
+            log.info("the vault's main line changed under the versions read so far; reading it again")
+        store = VersionStore(self.index.embedder.dim)
+        self._line, self._times, self._position, self._owner = [], [], {}, {}
+        self._apply(store, main_line(self.repo, head))
+        self._store = store
+        self._vectors()
+        return store
+
+    def _apply(self, store: VersionStore, commits: list[LineCommit]) -> None:
+        for batch in _batches(commits):
+            blobs = read_blobs(self.repo, sorted({b for c in batch for _, b in c.changes if b is not None}))
+            with store.lock:
+                for commit in batch:
+                    self._apply_commit(store, commit, blobs)
+
+    def _apply_commit(self, store: VersionStore, commit: LineCommit, blobs: dict[str, bytes]) -> None:
+        position = len(self._line)
+        self._line.append(commit.sha)
+        self._times.append(max(commit.time, self._times[-1]) if self._times else commit.time)
+        self._position[commit.sha] = position
+        for path, _ in commit.changes:  # removals first: a rename hands its id to the new path
+            closed = store.close(path, position)
+            if closed is not None and self._owner.get(closed.record.id) == path:
+                del self._owner[closed.record.id]
+        # Originals before sync clients' copies, as the catalog decides who keeps a shared id.
+        written = sorted(
+            (c for c in commit.changes if c[1] is not None), key=lambda c: (is_conflict_copy(c[0]), c)
+        )
+        for path, blob in written:
+            version = self._version(path, blobs.get(blob or ""))
+            if version is not None:
+                store.add(version, position)
+
+    def _version(self, path: str, raw: bytes | None) -> Version | None:
+        """The version a blob holds, under the id the index would give it; None for a file that is
+        not a readable note (left out, as the index leaves it out)."""
+        if raw is None:
+            return None
+        try:
+            note = note_from_text(raw.decode("utf-8"), path)
+        except (MalformedNote, UnicodeDecodeError):
+            return None
+        record = record_for(note)
+        if note.id:
+            holder = self._owner.setdefault(record.id, path)
+            if holder != path:  # a copy carrying another file's id: indexed under its path's id
+                record = dataclasses.replace(record, id=derived_id(path))
+        entry = dataclasses.replace(Entry.from_note(note, 0, len(raw)), id=record.id)
+        return Version(record, entry)
+
+    def _vectors(self) -> None:
+        """Vectors for the texts added: the embedding cache's, the rest embedded (a few at once, many
+        in the background)."""
+        store = self._store
+        missing = store.unembedded() if store is not None else {}
+        if not missing or store is None:
+            return
+        store.set_vectors(self.index.vectors_of(missing, embed=len(missing) <= EMBED_INLINE))
+        if store.unembedded() and (self._embedder is None or not self._embedder.is_alive()):
+            self._embedder = threading.Thread(target=self._embed_rest, name="vaultmem-past-vectors")
+            self._embedder.start()
+
+    def _embed_rest(self) -> None:
+        """Embed the store's texts without a vector, a batch at a time, until none is left (the store
+        read may be replaced by a rebuild meanwhile: the current one is embedded)."""
+        while not self._stopping.is_set() and (store := self._store) is not None:
+            batch = dict(list(store.unembedded().items())[:EMBED_INLINE])
+            if not batch:
+                return
+            try:
+                store.set_vectors(self.index.vectors_of(batch, embed=True))
+            except Exception:  # the model or the cache failed: answers stay degraded, say why once
+                log.exception("embedding past versions failed; `as_of` searches skip their vectors")
+                return
+
+    def close(self) -> None:
+        """Stop embedding in the background (before the index closes)."""
+        self._stopping.set()
+        if self._embedder is not None:
+            self._embedder.join()
+
+
+def _batches(commits: list[LineCommit]) -> Iterator[list[LineCommit]]:
+    """Runs of commits whose changed blobs number about :data:`BLOB_BATCH`."""
+    batch: list[LineCommit] = []
+    count = 0
+    for commit in commits:
+        batch.append(commit)
+        count += len(commit.changes)
+        if count >= BLOB_BATCH:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
