@@ -22,6 +22,7 @@ import unicodedata
 from array import array
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -54,21 +55,26 @@ class Analyzer:
         self._lock = threading.Lock()  # the Snowball stemmer object keeps state while it stems
 
     def terms(self, text: str) -> list[str]:
-        out: list[str] = []
         memo = self._memo
-        for word in _WORD.findall(text.lower()):
-            if len(word) > MAX_TERM_CHARS:
-                continue
-            if not word.isascii():
-                word = _ascii_folded(word)
-            if word in STOP_WORDS:
-                continue
-            stem = memo.get(word)
-            if stem is None:
-                with self._lock:
-                    stem = memo[word] = self._stem(word)
-            out.append(stem)
-        return out
+        words = _WORD.findall(text.lower())
+        try:
+            found = [memo[w] for w in words]  # the common case: every word seen before
+        except KeyError:
+            found = [memo[w] if w in memo else self._learn(w) for w in words]
+        return [t for t in found if t]
+
+    def _learn(self, word: str) -> str:
+        """The term a new word indexes as ("" for none: a stop word, an over-long run)."""
+        if len(word) > MAX_TERM_CHARS:
+            return ""  # not remembered: pasted ids and hashes would fill the memo
+        folded = word if word.isascii() else _ascii_folded(word)
+        if folded in STOP_WORDS:
+            term = ""
+        else:
+            with self._lock:
+                term = self._stem(folded)
+        self._memo[word] = term
+        return term
 
 
 def _ascii_folded(word: str) -> str:
@@ -103,6 +109,25 @@ class Bm25Corpus:
             self._tfs[number].append(count)
         self._lengths.append(len(terms))
         return doc
+
+    def state(self) -> dict[str, list[Any]]:
+        """The postings as plain lists (for a snapshot in the state directory)."""
+        return {
+            "terms": list(self._terms),
+            "docs": [d.tolist() for d in self._docs],
+            "tfs": [t.tolist() for t in self._tfs],
+            "lengths": self._lengths.tolist(),
+        }
+
+    def restore(self, state: dict[str, list[Any]]) -> None:
+        """Hold the postings of a :meth:`state` (a ValueError or TypeError when it is not one)."""
+        terms, docs, tfs = state["terms"], state["docs"], state["tfs"]
+        if not len(terms) == len(docs) == len(tfs):
+            raise ValueError("the postings' lists differ in length")
+        self._terms = {str(t): i for i, t in enumerate(terms)}
+        self._docs = [array("i", d) for d in docs]
+        self._tfs = [array("i", t) for t in tfs]
+        self._lengths = array("i", state["lengths"])
 
     def scores(self, query: str, present: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """BM25 of every document for ``query``, over the corpus ``present`` describes: for each

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,7 @@ from vaultmem.index.records import (
     text_hash,
 )
 from vaultmem.index.timeline import parse_timestamp
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.catalog import Entry, entry_from_row, entry_row
 
 __all__ = ["OPEN", "PastView", "Version", "VersionStore"]
 
@@ -57,6 +57,8 @@ __all__ = ["OPEN", "PastView", "Version", "VersionStore"]
 OPEN = 2**31 - 1
 Vector = npt.NDArray[np.float32]
 Rows = npt.NDArray[np.intp]
+#: NoteRecord's fields in order: a snapshot stores each record as a row of these values.
+RECORD_FIELDS = tuple(f.name for f in fields(NoteRecord))
 
 
 @dataclass(frozen=True)
@@ -134,27 +136,67 @@ class VersionStore:
 
     def add(self, version: Version, position: int) -> None:
         """A version written at ``position`` (its path's previous one is closed first)."""
-        record = version.record
-        self.close(record.path, position)
-        row = len(self.versions)
-        self.versions.append(version)
-        self._start.append(position)
-        self._end.append(OPEN)
-        self._status.append(self._code("status", record.status))
-        self._project.append(-1 if record.project is None else self._code("project", record.project))
-        self._kind.append(self._code("kind", record.kind))
-        searched = search_text(record)
+        self.close(version.record.path, position)
+        searched = search_text(version.record)
         key = text_hash(searched)
         doc = self._docs.get(key)
         if doc is None:
             doc = self._docs[key] = self.corpus.add(searched)
+        self._append(version, position, OPEN, doc)
+
+    def _append(self, version: Version, start: int, end: int, doc: int) -> None:
+        record = version.record
+        row = len(self.versions)
+        self.versions.append(version)
+        self._start.append(start)
+        self._end.append(end)
+        self._status.append(self._code("status", record.status))
+        self._project.append(-1 if record.project is None else self._code("project", record.project))
+        self._kind.append(self._code("kind", record.kind))
         self._doc.append(doc)
         self._vec.append(self._vector_slot(embedding_text(record)))
         stamp = parse_timestamp(record.created) if record.created else None
         self._stamp.append(math.nan if stamp is None else stamp)
         self._by_id.setdefault(record.id, []).append(row)
-        self._open[record.path] = row
+        if end == OPEN:
+            self._open[record.path] = row
         self._order = None
+
+    # ----------------------------------------------------------------- snapshot
+
+    def snapshot(self) -> dict[str, Any]:
+        """The rows and postings as plain values (JSON), for :meth:`restore` in another process."""
+        with self.lock:
+            rows = [
+                [
+                    int(start),
+                    int(end),
+                    int(doc),
+                    [getattr(v.record, f) for f in RECORD_FIELDS],
+                    entry_row(v.entry),
+                ]
+                for v, start, end, doc in zip(
+                    self.versions, self._start.view(), self._end.view(), self._doc.view(), strict=True
+                )
+            ]
+            return {"rows": rows, "corpus": self.corpus.state()}
+
+    @staticmethod
+    def restore(snapshot: dict[str, Any], dim: int) -> VersionStore:
+        """The store a :meth:`snapshot` holds (ValueError, TypeError, KeyError or IndexError when the
+        data is not one). Vectors are not in it: every text is :meth:`unembedded` until set."""
+        store = VersionStore(dim)
+        store.corpus.restore(snapshot["corpus"])
+        documents = len(store.corpus)
+        for start, end, doc, record_row, entry in snapshot["rows"]:
+            if not (isinstance(doc, int) and 0 <= doc < documents and isinstance(start, int)):
+                raise ValueError("a snapshot row names no document")
+            values = dict(zip(RECORD_FIELDS, record_row, strict=True))
+            values["tags"] = tuple(values["tags"])
+            record = NoteRecord(**values)
+            store._docs.setdefault(text_hash(search_text(record)), doc)
+            store._append(Version(record, entry_from_row(entry)), start, int(end), doc)
+        return store
 
     def _code(self, column: str, value: str) -> int:
         codes = self._codes[column]

@@ -103,7 +103,7 @@ class Context:
             if self._past is None:
                 from vaultmem.sync.versions import PastIndex
 
-                self._past = PastIndex(self.repo, self.index)
+                self._past = PastIndex(self.repo, self.index, self.layout.state_dir)
             return self._past
 
     def close(self) -> None:

@@ -28,98 +28,39 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import datetime as dt
+import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from vaultmem.errors import GitError, InvalidInput, MalformedNote
 from vaultmem.index.note_index import NoteIndex
-from vaultmem.index.versions import PastView, Version, VersionStore
+from vaultmem.index.versions import RECORD_FIELDS, PastView, Version, VersionStore
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import note_from_text
+from vaultmem.sync.mainline import LineCommit, RefsWatch, batches, head_of, main_line, read_blobs
 from vaultmem.sync.reconcile import record_for
-from vaultmem.vault.catalog import MAX_NOTE_BYTES, Entry
+from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.catalog import ENTRY_FIELDS, Entry
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import is_conflict_copy, is_ignored_rel
+from vaultmem.vault.layout import is_conflict_copy
 
-__all__ = ["AsOf", "LineCommit", "PastIndex", "head_of", "main_line", "parse_as_of", "read_blobs"]
+__all__ = ["SNAPSHOT", "AsOf", "PastIndex", "parse_as_of"]
 
 log = logging.getLogger(__name__)
 _HEX = re.compile(r"[0-9a-fA-F]{7,40}")
 _MAX_AS_OF = 64
 #: Past texts the first ``as_of`` read embeds before answering; beyond, in the background.
 EMBED_INLINE = 256
-#: Blobs read per ``git cat-file`` call while building.
-BLOB_BATCH = 4096
-_REGULAR = (b"100644", b"100755")
-
-
-@dataclass(frozen=True)
-class LineCommit:
-    """One commit of the main line: its id, first parent, committer time and the note files it
-    changed against that parent (``blob`` None: removed)."""
-
-    sha: str
-    parent: str | None
-    time: int
-    changes: tuple[tuple[str, str | None], ...]
-
-
-def head_of(repo: GitRepo) -> str:
-    """The commit ``HEAD`` names ("" in a repository with no commit yet)."""
-    return repo.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
-
-
-def main_line(repo: GitRepo, head: str, since: str | None = None) -> list[LineCommit]:
-    """The main line up to ``head``, oldest first (only the commits after ``since`` when given):
-    each commit's changes to note files, a merge's against its first parent."""
-    if not head:
-        return []
-    raw = repo.run(
-        "log", "--first-parent", "--reverse", "--diff-merges=first-parent", "--raw", "--no-renames",
-        "--no-abbrev", "-z", "--format=%x1e%H%x09%P%x09%ct", f"{since}..{head}" if since else head, "--",
-    ).stdout  # fmt: skip
-    out: list[LineCommit] = []
-    for record in raw.split(b"\x1e")[1:]:
-        header, _, rest = record.partition(b"\0")
-        sha, parents, stamp = header.decode("ascii").split("\t")
-        fields = rest.lstrip(b"\n").split(b"\0")
-        changes: list[tuple[str, str | None]] = []
-        for meta, name in zip(fields[0::2], fields[1::2], strict=False):
-            parts = meta.lstrip(b":").split(b" ")
-            if len(parts) < 5:
-                continue
-            path = name.decode("utf-8", "surrogateescape")
-            if is_ignored_rel(path):
-                continue
-            removed = parts[4].startswith(b"D") or parts[1] not in _REGULAR
-            changes.append((path, None if removed else parts[3].decode("ascii")))
-        first = parents.split(" ", 1)[0] or None
-        out.append(LineCommit(sha, first, int(stamp), tuple(changes)))
-    return out
-
-
-def read_blobs(repo: GitRepo, shas: Sequence[str]) -> dict[str, bytes]:
-    """The contents of these blobs (``git cat-file --batch``); missing ones and notes over the size
-    cap are left out."""
-    found: dict[str, bytes] = {}
-    for start in range(0, len(shas), BLOB_BATCH):
-        chunk = shas[start : start + BLOB_BATCH]
-        raw = repo.run("cat-file", "--batch", input_bytes="".join(f"{s}\n" for s in chunk).encode()).stdout
-        at = 0
-        while at < len(raw):
-            eol = raw.index(b"\n", at)
-            header = raw[at:eol].split(b" ")
-            at = eol + 1
-            if len(header) < 3:  # "<sha> missing"
-                continue
-            size = int(header[2])
-            if size <= MAX_NOTE_BYTES:
-                found[header[0].decode("ascii")] = raw[at : at + size]
-            at += size + 1
-    return found
+#: The store's snapshot in the state directory, and the layout it is written in (bump it when the
+#: snapshot's shape or the full-text analyzer changes: an older snapshot is then rebuilt from git).
+SNAPSHOT = "past.json"
+SNAPSHOT_FORMAT = 1
+#: Versions read since the last snapshot after which one is written at once (else at close).
+SAVE_AFTER = 1000
 
 
 @dataclass(frozen=True)
@@ -155,16 +96,21 @@ def parse_as_of(value: object) -> AsOf:
 class PastIndex:
     """The versions of the vault's main line, built on first use from git and kept current."""
 
-    def __init__(self, repo: GitRepo, index: NoteIndex) -> None:
+    def __init__(self, repo: GitRepo, index: NoteIndex, state_dir: Path) -> None:
         self.repo = repo
         self.index = index
+        self.snapshot_path = state_dir / SNAPSHOT
         self._lock = threading.Lock()
         self._store: VersionStore | None = None
         self._line: list[str] = []  # commit ids, oldest first
         self._times: list[float] = []  # their committer times, never decreasing
         self._position: dict[str, int] = {}
         self._owner: dict[str, str] = {}  # a note id (its file's) -> the path holding it now
+        self._refs = RefsWatch(repo)
+        self._seen: tuple[object, ...] | None = None  # the refs' stamp when the store was read up
+        self._saved = 0  # versions in the snapshot on disk
         self._embedder: threading.Thread | None = None
+        self._saver: threading.Thread | None = None
         self._stopping = threading.Event()
 
     # ----------------------------------------------------------------- reading the past
@@ -234,31 +180,39 @@ class PastIndex:
     # ----------------------------------------------------------------- keeping it current
 
     def _current(self) -> VersionStore:
-        """The store, read up to ``HEAD`` (built the first time, rebuilt when the line changed)."""
+        """The store read up to ``HEAD``: from the snapshot and the commits since the first time in a
+        process, built from the whole ``git log`` when there is none or the line changed, and then
+        only the new commits (nothing at all while the refs' files are unchanged)."""
+        stamp = self._refs.stamp()
+        if self._store is not None and stamp is not None and stamp == self._seen:
+            return self._store
         head = head_of(self.repo)
+        if self._store is None:
+            self._restore()
         store = self._store
         tip = self._line[-1] if self._line else ""
-        if store is not None and head == tip:
-            return store
-        if store is not None and tip:
+        if store is None or head != tip:
             try:
-                new = main_line(self.repo, head, since=tip)
+                new = main_line(self.repo, head, since=tip) if store is not None and tip else []
             except GitError:  # the commit read last is gone (history rewritten, then pruned)
                 new = []
-            if new and new[0].parent == tip:
+            if store is not None and new and new[0].parent == tip:
                 self._apply(store, new)
-                self._vectors()
-                return store
-            log.info("the vault's main line changed under the versions read so far; reading it again")
-        store = VersionStore(self.index.embedder.dim)
-        self._line, self._times, self._position, self._owner = [], [], {}, {}
-        self._apply(store, main_line(self.repo, head))
-        self._store = store
+            else:
+                if store is not None:
+                    log.info("the vault's main line is not the one read before; reading it again")
+                store = self._store = VersionStore(self.index.embedder.dim)
+                self._line, self._times, self._position, self._owner = [], [], {}, {}
+                self._saved = -1  # a new store: written out once read
+                self._apply(store, main_line(self.repo, head))
+        self._seen = stamp
+        if len(store) - self._saved >= SAVE_AFTER or self._saved < 0:
+            self._save(background=True)
         self._vectors()
         return store
 
     def _apply(self, store: VersionStore, commits: list[LineCommit]) -> None:
-        for batch in _batches(commits):
+        for batch in batches(commits):
             blobs = read_blobs(self.repo, sorted({b for c in batch for _, b in c.changes if b is not None}))
             with store.lock:
                 for commit in batch:
@@ -324,22 +278,81 @@ class PastIndex:
                 log.exception("embedding past versions failed; `as_of` searches skip their vectors")
                 return
 
+    def texts_to_embed(self) -> int:
+        """How many past texts have no vector yet (embedded in the background meanwhile)."""
+        store = self._store
+        return 0 if store is None else len(store.unembedded())
+
+    # ----------------------------------------------------------------- the snapshot
+
+    def _restore(self) -> None:
+        """Take the store from the snapshot a process wrote, if there is a usable one."""
+        try:
+            raw = self.snapshot_path.read_bytes()
+        except OSError:
+            return
+        try:
+            data = json.loads(raw)
+            if data.get("format") != SNAPSHOT_FORMAT or data.get("fields") != [
+                list(RECORD_FIELDS),
+                list(ENTRY_FIELDS),
+            ]:
+                return
+            store = VersionStore.restore(data["store"], self.index.embedder.dim)
+            line = [str(sha) for sha, _ in data["line"]]
+            times = [float(t) for _, t in data["line"]]
+            owner = {str(k): str(v) for k, v in data["owner"].items()}
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            log.info(
+                "the snapshot %s is unusable (%s); reading the history from git", self.snapshot_path, exc
+            )
+            return
+        self._store, self._line, self._times, self._owner = store, line, times, owner
+        self._position = {sha: i for i, sha in enumerate(line)}
+        self._saved = len(store)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        store = self._store
+        if store is None:
+            return None
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "fields": [list(RECORD_FIELDS), list(ENTRY_FIELDS)],
+            "line": [[sha, t] for sha, t in zip(self._line, self._times, strict=True)],
+            "owner": dict(self._owner),
+            "store": store.snapshot(),
+        }
+
+    def _save(self, *, background: bool) -> None:
+        """Write the snapshot (atomically; derived state: a failure only slows the next process)."""
+        data = self._snapshot()
+        if data is None:
+            return
+        self._saved = len(data["store"]["rows"])
+
+        def write() -> None:
+            try:
+                payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                self.snapshot_path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(self.snapshot_path, payload, durable=False)
+            except (OSError, ValueError) as exc:
+                log.warning("the snapshot %s was not written: %s", self.snapshot_path, exc)
+
+        if self._saver is not None:
+            self._saver.join()
+        if background:
+            self._saver = threading.Thread(target=write, name="vaultmem-past-snapshot")
+            self._saver.start()
+        else:
+            write()
+
     def close(self) -> None:
-        """Stop embedding in the background (before the index closes)."""
+        """Stop embedding in the background and write what was read since the last snapshot."""
         self._stopping.set()
         if self._embedder is not None:
             self._embedder.join()
-
-
-def _batches(commits: list[LineCommit]) -> Iterator[list[LineCommit]]:
-    """Runs of commits whose changed blobs number about :data:`BLOB_BATCH`."""
-    batch: list[LineCommit] = []
-    count = 0
-    for commit in commits:
-        batch.append(commit)
-        count += len(commit.changes)
-        if count >= BLOB_BATCH:
-            yield batch
-            batch, count = [], 0
-    if batch:
-        yield batch
+        with self._lock:
+            if self._store is not None and len(self._store) != self._saved:
+                self._save(background=False)
+            if self._saver is not None:
+                self._saver.join()
