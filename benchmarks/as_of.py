@@ -73,8 +73,12 @@ def versions_of(i: int) -> list[tuple[str, str]]:
     for version in range(3):
         if version:
             body = f"{base.body} " + synthetic._fill(rng.choice(synthetic.FOLLOW_UPS), rng)
-            body += f" Revision {version}: " + synthetic._fill(rng.choice(synthetic.TEMPLATES[base.kind]), rng)
-        note = synthetic.SyntheticNote(base.id, base.rel, base.title, base.kind, base.project, base.created, body)
+            body += f" Revision {version}: " + synthetic._fill(
+                rng.choice(synthetic.TEMPLATES[base.kind]), rng
+            )
+        note = synthetic.SyntheticNote(
+            base.id, base.rel, base.title, base.kind, base.project, base.created, body
+        )
         text = note.markdown()
         if version == 2 and rng.random() < 0.05:
             text = text.replace("status: active\n", "status: deleted\ndeleted_at: '2024-02-01T00:00:00Z'\n")
@@ -233,13 +237,24 @@ def _iso(stamp: int) -> str:
 
 
 def _child(vault: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]:
-    args = [sys.executable, __file__, "--measure", str(vault), "--notes", str(size), "--queries", str(n_queries)]
+    args = [
+        sys.executable,
+        __file__,
+        "--measure",
+        str(vault),
+        "--notes",
+        str(size),
+        "--queries",
+        str(n_queries),
+    ]
     raw = subprocess.run([*args, *(["--cold"] if cold else [])], check=True, capture_output=True, text=True)
     return dict(json.loads(raw.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-cold", action="store_true")

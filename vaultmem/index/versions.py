@@ -181,22 +181,20 @@ class VersionStore:
             ]
             return {"rows": rows, "corpus": self.corpus.state()}
 
-    @staticmethod
-    def restore(snapshot: dict[str, Any], dim: int) -> VersionStore:
-        """The store a :meth:`snapshot` holds (ValueError, TypeError, KeyError or IndexError when the
-        data is not one). Vectors are not in it: every text is :meth:`unembedded` until set."""
-        store = VersionStore(dim)
-        store.corpus.restore(snapshot["corpus"])
-        documents = len(store.corpus)
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Hold what a :meth:`snapshot` holds (this store must be new; ValueError, TypeError,
+        KeyError or IndexError when the data is no snapshot). Vectors are not in it: every text is
+        :meth:`unembedded` until set."""
+        self.corpus.restore(snapshot["corpus"])
+        documents = len(self.corpus)
         for start, end, doc, record_row, entry in snapshot["rows"]:
             if not (isinstance(doc, int) and 0 <= doc < documents and isinstance(start, int)):
                 raise ValueError("a snapshot row names no document")
             values = dict(zip(RECORD_FIELDS, record_row, strict=True))
             values["tags"] = tuple(values["tags"])
             record = NoteRecord(**values)
-            store._docs.setdefault(text_hash(search_text(record)), doc)
-            store._append(Version(record, entry_from_row(entry)), start, int(end), doc)
-        return store
+            self._docs.setdefault(text_hash(search_text(record)), doc)
+            self._append(Version(record, entry_from_row(entry)), start, int(end), doc)
 
     def _code(self, column: str, value: str) -> int:
         codes = self._codes[column]

@@ -298,7 +298,8 @@ class PastIndex:
                 list(ENTRY_FIELDS),
             ]:
                 return
-            store = VersionStore.restore(data["store"], self.index.embedder.dim)
+            store = VersionStore(self.index.embedder.dim)
+            store.restore(data["store"])
             line = [str(sha) for sha, _ in data["line"]]
             times = [float(t) for _, t in data["line"]]
             owner = {str(k): str(v) for k, v in data["owner"].items()}
