@@ -23,6 +23,7 @@ with every figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -152,8 +153,9 @@ def seed_index(root: Path, embedded: list[str], *, every_version: bool) -> None:
 def measure(root: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]:
     """In this (fresh) process: start, present search, first and warm `as_of` reads, RSS."""
     from vaultmem.config import Settings
+    from vaultmem.errors import NotFound
     from vaultmem.memory import Memory, SearchRequest, SearchSpec
-    from vaultmem.sync.versions import head_of, main_line
+    from vaultmem.sync.mainline import head_of, main_line
 
     out: dict[str, Any] = {"notes": size, "versions": 3 * size, "cold_cache": cold, "load_before": _load()}
     rss0 = _rss_mb()
@@ -214,10 +216,8 @@ def measure(root: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]
     samples = []
     for note_id, commit in zip(ids, rng.sample(commits, n_queries), strict=True):
         t0 = time.perf_counter()
-        try:
+        with contextlib.suppress(NotFound):  # a note that did not exist (or was forgotten) then
             memory.recall_get(note_id, as_of=commit[:12])
-        except Exception:  # noqa: S112 - a note that did not exist (or was forgotten) then: a 404
-            pass
         samples.append((time.perf_counter() - t0) * 1000)
     out["as_of_get_by_commit_ms"] = _ms(samples)
 
