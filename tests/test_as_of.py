@@ -208,3 +208,24 @@ def _rounded(answer: Any) -> Any:
     if isinstance(answer, float):
         return round(answer, 4)
     return answer
+
+
+def test_a_bad_as_of_is_a_classified_400_naming_the_argument(vault: Path, tmp_path: Path) -> None:
+    """Issue 18 brief: "Clear errors for a bad `as_of` (unparseable, an unknown commit) as classified
+    400s naming the argument", on both tools; `as_of` where it does not apply is refused the same way."""
+    with running_daemon(vault, tmp_path / "token") as fake:
+        wire = Wire(fake)
+        wire.create("The deploy needs --force when the cache is cold.")
+        calls = [
+            ("memory_search", {"query": "deploy", "as_of": "last tuesday"}, "neither an ISO 8601"),
+            ("memory_search", {"query": "deploy", "as_of": "0123456789abcdef"}, "names no commit"),
+            ("memory_recall", {"action": "search", "query": "deploy", "as_of": "2026-02-30"}, "neither"),
+            ("memory_recall", {"action": "get", "thought_id": "0192f0c1-8d2e-7b3a-9c4d-5e6f7a8b9c0d",
+                               "as_of": "fedcba9876543210"}, "names no commit"),
+            ("memory_recall", {"action": "list", "as_of": "2026-03-14"}, "as_of applies to search and get"),
+        ]  # fmt: skip
+        for tool, arguments, message in calls:
+            text, error = wire.error(tool, **arguments)
+            assert error is not None, (tool, arguments, text)
+            assert error["statusCode"] == 400 and error["retryable"] is False, (tool, arguments, error)
+            assert "as_of" in text and message in text, (tool, arguments, text)
