@@ -78,25 +78,30 @@ def recall_item(wire: Wire, note_id: str, **arguments: Any) -> dict[str, Any] | 
 
 
 def write_history(wire: Wire, daemon: Daemon, vault: Path) -> tuple[str, list[Moment]]:
-    """Created, updated twice by an agent, edited by hand (committed by the watcher), forgotten."""
+    """Created, updated twice by an agent, edited by hand (committed by the watcher), forgotten; the
+    past is read after every commit, so the daemon keeps its versions current commit by commit."""
     moments = [head_moment(vault, None, None)]
+    wire.call("memory_search", query="staging", as_of=moments[0].commit)
     after_this_second(vault)
     note_id = str(
         structured(wire.call("memory_append", content=TEXTS[0], kind="reference", title=TITLE))["id"]
     )
     committed(daemon, vault, moments[-1].commit)
     moments.append(head_moment(vault, TEXTS[0], "active"))
+    wire.call("memory_search", query="staging", as_of=moments[-1].commit)
     for text in TEXTS[1:]:
         after_this_second(vault)
         wire.store(action="update", thought_id=note_id, content=text)
         committed(daemon, vault, moments[-1].commit)
         moments.append(head_moment(vault, text, "active"))
+        wire.call("memory_search", query="staging", as_of=moments[-1].commit)
     after_this_second(vault)
     [path] = [p for p in note_files(vault) if note_id in p.read_text(encoding="utf-8")]
     before = path.read_text(encoding="utf-8")
     path.write_text(before.replace(TEXTS[2], HAND_TEXT), encoding="utf-8")  # the person's editor
     wait_for(lambda: git(vault, "log", "-1", "--format=%s").startswith("hand edit:"), timeout=30)
     moments.append(head_moment(vault, HAND_TEXT, "active"))
+    wire.call("memory_search", query="staging", as_of=moments[-1].commit)
     after_this_second(vault)
     wire.call("memory_forget", id=note_id, reason="obsolete")
     committed(daemon, vault, moments[-1].commit)
