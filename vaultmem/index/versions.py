@@ -486,12 +486,13 @@ class PastView:
         neighbours = store.timeline(self._live)
         row_of = {i: r for r, i in ids.items()}
         candidates = set(row_of)
-        scoped = set(rows.tolist())
+        scoped = np.zeros(len(store), dtype=np.bool_)
+        scoped[rows] = True
         wanted = {
             n
             for f in fused[: self.fusion.context_expand]
             for n in neighbours(row_of[f.id], window)
-            if n in scoped and store.versions[n].record.id not in candidates
+            if scoped[n] and store.versions[n].record.id not in candidates
         }
         if wanted and vector is not None:
             extra = store.cosines(vector, sorted(wanted))
