@@ -15,7 +15,7 @@ from pathlib import Path
 from vaultmem.errors import GitError
 from vaultmem.vault.catalog import MAX_NOTE_BYTES
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import is_ignored_rel
+from vaultmem.vault.layout import bad_name_reason, is_ignored_rel
 
 __all__ = ["LineCommit", "RefsWatch", "batches", "head_of", "main_line", "read_blobs"]
 
@@ -60,7 +60,7 @@ def main_line(repo: GitRepo, head: str, since: str | None = None) -> list[LineCo
             if len(parts) < 5:
                 continue
             path = name.decode("utf-8", "surrogateescape")
-            if is_ignored_rel(path):
+            if is_ignored_rel(path) or bad_name_reason(path) is not None:  # skipped, as the catalog does
                 continue
             removed = parts[4].startswith(b"D") or parts[1] not in _REGULAR
             changes.append((path, None if removed else parts[3].decode("ascii")))

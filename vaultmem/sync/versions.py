@@ -1,19 +1,18 @@
 """The memory as it was: the versioned store built from ``git log`` and kept current, and ``as_of``.
 
-The vault's *main line* is the first-parent chain of ``HEAD``: every commit this vault made (an
-agent's write, the watcher's hand-edit commit, a sync round's merge) in the order it made them. A
-merge from another machine (issue 17) is one step of it, its diff against the first parent: the
-other machine's notes arrive in this vault's history at the merge, which is when this memory
-started to hold them. Position ``i`` of the main line is the vault after its ``i``-th commit.
+The vault's *main line* (:mod:`vaultmem.sync.mainline`) is the first-parent chain of ``HEAD``;
+position ``i`` is the vault after its ``i``-th commit. A merge from another machine (issue 17) is
+one step of it: the other machine's notes enter this memory at the merge.
 
 :class:`PastIndex` builds a :class:`~vaultmem.index.versions.VersionStore` on the first ``as_of``
-read (nothing at start: a daemon nobody asks about the past never reads its history), then, on
-each later one, reads only the commits made since (one ``git rev-parse`` when there are none). When
-the line it read is no longer the first part of the main line (a reset, a fast-forward onto
-another machine's line), it rebuilds from the whole ``git log``. Vectors come from the index's
-embedding cache by text hash; texts it does not hold (history cloned from elsewhere, a deleted
-state directory) are embedded once: at once when they are few, else in the background while the
-answers say they are ``degraded``.
+read of a process (nothing at start: a daemon nobody asks about the past never reads its history):
+from the snapshot an earlier process left in the state directory and the commits made since, or from
+the whole ``git log``. On each later read it looks at the refs' files, and reads only the commits
+made since when they moved; when the line it read is no longer the first part of the main line (a
+reset, a fast-forward onto another machine's line) it reads the whole line again. Vectors come from
+the index's embedding cache by text hash; texts it does not hold (history cloned from elsewhere, a
+deleted state directory) are embedded once: at once when they are few, else in the background while
+the answers say they are ``degraded``.
 
 ``as_of`` is an ISO 8601 date-time (no zone: UTC; a date alone: its midnight, UTC) or a commit id
 (7 to 40 hex digits). A time means the newest commit of the main line at or before it (committer
