@@ -122,10 +122,6 @@ class VersionStore:
 
     # ----------------------------------------------------------------- writes (the keeper's)
 
-    def open_row(self, path: str) -> int | None:
-        """The row of the version the newest position holds at ``path``."""
-        return self._open.get(path)
-
     def close(self, path: str, position: int) -> Version | None:
         """The version at ``path`` stops holding at ``position`` (changed or removed there)."""
         row = self._open.pop(path, None)
@@ -241,13 +237,6 @@ class VersionStore:
             if self._start.data[row] <= position < self._end.data[row]:
                 return row
         return None
-
-    def first_row(self, note_id: str) -> int | None:
-        rows = self._by_id.get(note_id)
-        return rows[0] if rows else None
-
-    def start_of(self, row: int) -> int:
-        return int(self._start.data[row])
 
     def in_scope(self, rows: Rows, filters: SearchFilters) -> Rows:
         """The rows among ``rows`` inside ``filters`` (the semantics of ``filters.to_sql()``)."""
