@@ -236,7 +236,34 @@ def _iso(stamp: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
 
-def _child(vault: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]:
+def restored(root: Path, n_queries: int) -> dict[str, Any]:
+    """In this (fresh) process, after a process that read the past closed: the first `as_of` read
+    restores the snapshot that process left, then the reads after it."""
+    from vaultmem.config import Settings
+    from vaultmem.memory import Memory, SearchRequest
+
+    snapshot = root / ".vaultmem" / "past.json"
+    out: dict[str, Any] = {"load_before": _load(), "snapshot_mb": round(snapshot.stat().st_size / 2**20, 1)}
+    memory = Memory(Settings.resolve(root))
+    memory.reconcile()
+    queries = synthetic.queries(n_queries + 11)
+    memory.search(SearchRequest(queries[0], limit=10))
+    rss = _rss_mb()
+    t0 = time.perf_counter()
+    memory.search(SearchRequest(queries[1], limit=10, as_of="2100-01-01T00:00:00Z"))
+    out["first_as_of_s"] = {"seconds": round(time.perf_counter() - t0, 2), "load": _load()}
+    out["rss_store_mb"] = round(_rss_mb() - rss, 1)
+    samples = []
+    for q in queries[11:]:
+        t0 = time.perf_counter()
+        memory.search(SearchRequest(q, limit=10, as_of=_iso(FIRST_COMMIT + STEP_S * 15_000)))
+        samples.append((time.perf_counter() - t0) * 1000)
+    out["as_of_search_ms"] = _ms(samples)
+    memory.close()
+    return out
+
+
+def _child(vault: Path, size: int, n_queries: int, mode: str) -> dict[str, Any]:
     args = [
         sys.executable,
         __file__,
@@ -247,7 +274,7 @@ def _child(vault: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]
         "--queries",
         str(n_queries),
     ]
-    raw = subprocess.run([*args, *(["--cold"] if cold else [])], check=True, capture_output=True, text=True)
+    raw = subprocess.run([*args, "--mode", mode], check=True, capture_output=True, text=True)
     return dict(json.loads(raw.stdout.strip().splitlines()[-1]))
 
 
@@ -259,10 +286,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-cold", action="store_true")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["warm", "cold", "restore"], default="warm", help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)  # the same as --mode cold
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.notes, args.queries, args.cold)))
+        if args.mode == "restore":
+            print(json.dumps(restored(args.measure, args.queries)))
+        else:
+            print(
+                json.dumps(measure(args.measure, args.notes, args.queries, args.cold or args.mode == "cold"))
+            )
         return
     print(f"# as_of benchmark: {machine()}; load {os.getloadavg()}", flush=True)
     results: dict[str, Any] = {"machine": machine()}
@@ -274,11 +307,14 @@ def main() -> None:
         if not args.skip_cold:
             seed_index(vault, embedded, every_version=False)
             shutil.copytree(vault, Path(tmp) / "cold")
-            results["cold"] = _child(Path(tmp) / "cold", args.notes, args.queries, cold=True)
+            results["cold"] = _child(Path(tmp) / "cold", args.notes, args.queries, "cold")
             print(json.dumps(results["cold"]), flush=True)
+            shutil.rmtree(Path(tmp) / "cold")
         seed_index(vault, embedded, every_version=True)
-        results["warm"] = _child(vault, args.notes, args.queries, cold=False)
+        results["warm"] = _child(vault, args.notes, args.queries, "warm")
         print(json.dumps(results["warm"]), flush=True)
+        results["restore"] = _child(vault, args.notes, args.queries, "restore")
+        print(json.dumps(results["restore"]), flush=True)
     OUT.mkdir(exist_ok=True)
     (OUT / "as_of.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
 
