@@ -14,6 +14,8 @@ measures: the start (open + reconcile), the present search for comparison, the f
 search (which reads the whole history from git: the versioned store is built on first use), RSS
 before and after, warm ``as_of`` searches at random moments through ``memory_search``, through
 ``memory_recall`` search and get, and by commit id, and the first ``as_of`` after 100 new commits.
+A third process then opens the vault after that one closed: its first ``as_of`` restores the
+snapshot of the versions the second left in the state directory (what every later process pays).
 With the embedding cache cold (``--skip-cold`` skips it: a clone, a deleted state directory), the
 first ``as_of`` answers before the 20,000 past texts are embedded, and the background embedding
 is timed to its end. Figures go to ``benchmarks/out/as_of.json``; the machine's load is printed
