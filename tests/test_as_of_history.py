@@ -11,12 +11,15 @@ import datetime as dt
 import json
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FakeClock, git, hand_write
+from layers import parts
+from mcp_harness import wait_for
 
 from vaultmem.config import Settings
 from vaultmem.errors import InvalidInput, NotFound
@@ -282,3 +285,48 @@ def test_recall_reads_that_walk_edges_or_other_actions_refuse_as_of(
         memory.recall_search(spec)
     with pytest.raises(NotFound, match="before the vault's first commit"):
         memory.recall_get(note_id, as_of="2000-01-01")
+
+
+class HeldEmbedder(FakeEmbedder):
+    """The fake embedder, made to wait (while ``hold`` is set) before embedding a past revision."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = threading.Event()
+        self.go = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self.hold.is_set() and any("revision" in t for t in texts):
+            assert self.go.wait(30), "the test never let the background embedding go on"
+        return super().embed(texts)
+
+
+def test_past_texts_the_embedding_cache_lacks_are_embedded_in_the_background_meanwhile_degraded(
+    vault: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history the embedding cache never saw (cloned, or the state directory deleted) is not
+    embedded inside the first `as_of` call when it is long: the answer comes at once, `degraded`
+    with the number of versions the vector leg skipped, and complete once the background is done."""
+    monkeypatch.setattr(versions, "EMBED_INLINE", 2)
+    commits = []
+    for day in range(6):
+        hand_write(vault, REL, note_text(NOTE_ID, f"Deploy revision {day} of the release checklist."))
+        commits.append(commit_at(vault, T0 + day * DAY, f"revision {day}"))
+    embedder = HeldEmbedder()
+    with Memory(Settings.resolve(vault, durable=False), clock=clock, embedder=embedder) as memory:
+        memory.reconcile()
+        parts(memory).index.wait_for_writes()  # the present text is embedded (and cached) first
+        embedder.hold.set()
+        spec = SearchSpec("deploy checklist", statuses=frozenset({"active"}), as_of=commits[2])
+        try:
+            first = memory.recall_search(spec)
+            assert first.degraded and any("have no vector yet" in w for w in first.warnings), first.warnings
+            assert parts(memory).past.texts_to_embed() == 5  # the five older revisions
+        finally:
+            embedder.go.set()
+        wait_for(lambda: parts(memory).past.texts_to_embed() == 0)
+        settled = memory.recall_search(spec)
+        assert not settled.degraded and settled.warnings == []
+        assert [i["thought"].content for i in settled.items] == [
+            "Deploy revision 2 of the release checklist."
+        ]
