@@ -22,7 +22,7 @@ from layers import parts
 from mcp_harness import wait_for
 
 from vaultmem.config import Settings
-from vaultmem.errors import InvalidInput, NotFound
+from vaultmem.errors import IndexError_, InvalidInput, NotFound
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest, SearchSpec, Thought
 from vaultmem.sync import versions
@@ -330,3 +330,39 @@ def test_past_texts_the_embedding_cache_lacks_are_embedded_in_the_background_mea
         assert [i["thought"].content for i in settled.items] == [
             "Deploy revision 2 of the release checklist."
         ]
+
+
+def test_a_first_read_of_a_long_history_answers_retry_shortly_while_it_goes_on(
+    vault: Path, open_memory: OpenMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history too long to read within one call's time is not read inside it: the call is a
+    retryable 503 that says so, the reading goes on, and a later call answers."""
+    hand_write(vault, REL, note_text(NOTE_ID, "The deploy uses blue-green."))
+    first = commit_at(vault, T0, "add")
+    memory = open_memory()
+    started, go = threading.Event(), threading.Event()
+    real = versions.main_line
+
+    def slow(repo: Any, head: str, since: str | None = None) -> Any:
+        started.set()
+        assert go.wait(30)
+        return real(repo, head, since)
+
+    monkeypatch.setattr(versions, "FIRST_READ_WAIT", 0.05)
+    monkeypatch.setattr(versions, "main_line", slow)
+    try:
+        with pytest.raises(IndexError_, match="still being read"):  # 503, retryable, on the wire
+            memory.search(SearchRequest("deploy", as_of=first))
+        assert started.is_set()  # the reading is under way meanwhile
+    finally:
+        go.set()
+    wait_for(lambda: _answers(memory, first))
+    assert NOTE_ID in found(memory, "deploy", first)
+
+
+def _answers(memory: Memory, as_of: str) -> bool:
+    try:
+        memory.search(SearchRequest("deploy", as_of=as_of))
+    except IndexError_:
+        return False
+    return True

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.errors import GitError, InvalidInput, MalformedNote
+from vaultmem.errors import GitError, IndexError_, InvalidInput, MalformedNote
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.versions import RECORD_FIELDS, PastView, Version, VersionStore
 from vaultmem.notes.ids import derived_id
@@ -60,6 +60,9 @@ SNAPSHOT = "past.json"
 SNAPSHOT_FORMAT = 1
 #: Versions read since the last snapshot after which one is written at once (else at close).
 SAVE_AFTER = 1000
+#: Seconds the first ``as_of`` read of a process waits for the history to be read; past that it
+#: answers "ask again shortly" (a retryable 503) while the reading goes on in the background.
+FIRST_READ_WAIT = 20.0
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ class PastIndex:
         self.index = index
         self.snapshot_path = state_dir / SNAPSHOT
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._store: VersionStore | None = None
         self._line: list[str] = []  # commit ids, oldest first
         self._times: list[float] = []  # their committer times, never decreasing
@@ -110,13 +114,19 @@ class PastIndex:
         self._saved = 0  # versions in the snapshot on disk
         self._embedder: threading.Thread | None = None
         self._saver: threading.Thread | None = None
+        self._reader: threading.Thread | None = None
+        self._failure: Exception | None = None
+        self._progress = (0, 0)  # commits read of the commits to read, while reading
         self._stopping = threading.Event()
 
     # ----------------------------------------------------------------- reading the past
 
     def view(self, as_of: object) -> PastView:
-        """The memory at ``as_of``: a 400 naming the argument when it is no date-time or commit."""
+        """The memory at ``as_of``: a 400 naming the argument when it is no date-time or commit, a
+        retryable 503 while the first read of the history takes longer than :data:`FIRST_READ_WAIT`."""
         wanted = parse_as_of(as_of)
+        if self._store is None:
+            self._first_read()
         with self._lock:
             store = self._current()
             position = self._position_for(wanted)
@@ -131,6 +141,35 @@ class PastIndex:
             fusion=searcher.fusion,
             calibration=searcher.calibration,
         )
+
+    def _first_read(self) -> None:
+        """Read the history on a thread of its own (the snapshot, or the whole ``git log``) and wait
+        for it a bounded time: a long history is not read inside one tool call's time."""
+        with self._starting:  # not the store's lock, which the reading holds throughout
+            if self._store is not None:
+                return
+            if self._reader is None or not self._reader.is_alive():
+                self._failure = None
+                self._reader = threading.Thread(target=self._read_first, name="vaultmem-past-read")
+                self._reader.start()
+            reader = self._reader
+        reader.join(FIRST_READ_WAIT)
+        if reader.is_alive():
+            done, total = self._progress
+            read = f": {done:,} of {total:,} commits" if total else ""
+            raise IndexError_(
+                f"the vault's history is still being read for as_of (the first time in this process{read}); "
+                "ask again in a few seconds"
+            )
+        if self._failure is not None:
+            raise self._failure
+
+    def _read_first(self) -> None:
+        try:
+            with self._lock:
+                self._current()
+        except Exception as exc:  # handed to the read that waits (or the next one)
+            self._failure = exc
 
     def _moment(self, position: int) -> str:
         """How an answer names its moment: the commit and its date, or before the first commit."""
@@ -200,10 +239,11 @@ class PastIndex:
             else:
                 if store is not None:
                     log.info("the vault's main line is not the one read before; reading it again")
-                store = self._store = VersionStore(self.index.embedder.dim)
+                store = VersionStore(self.index.embedder.dim)
                 self._line, self._times, self._position, self._owner = [], [], {}, {}
                 self._saved = -1  # a new store: written out once read
                 self._apply(store, main_line(self.repo, head))
+                self._store = store  # only now: another read waits for the first one, boundedly
         self._seen = stamp
         if len(store) - self._saved >= SAVE_AFTER or self._saved < 0:
             self._save(background=True)
@@ -211,11 +251,16 @@ class PastIndex:
         return store
 
     def _apply(self, store: VersionStore, commits: list[LineCommit]) -> None:
+        done = 0
         for batch in batches(commits):
+            if self._stopping.is_set():  # closing: what was read is whole up to its last commit
+                return
+            self._progress = (done, len(commits))
             blobs = read_blobs(self.repo, sorted({b for c in batch for _, b in c.changes if b is not None}))
             with store.lock:
                 for commit in batch:
                     self._apply_commit(store, commit, blobs)
+            done += len(batch)
 
     def _apply_commit(self, store: VersionStore, commit: LineCommit, blobs: dict[str, bytes]) -> None:
         position = len(self._line)
