@@ -67,6 +67,23 @@ def _ms(samples: list[float]) -> dict[str, float]:
     return {"p50": round(pct(samples, 50), 2), "p95": round(pct(samples, 95), 2), "load": _load()}
 
 
+def first_answer(memory: Any, request: Any) -> dict[str, Any]:
+    """The first `as_of` search of a process, asked again as an agent would while it is a 503
+    ("still being read"): seconds to the answer, and how many 503s came first."""
+    from vaultmem.errors import IndexError_
+
+    t0 = time.perf_counter()
+    refused = 0
+    while True:
+        try:
+            result = memory.search(request)
+            break
+        except IndexError_:
+            refused += 1
+            time.sleep(1.0)
+    return {"seconds": round(time.perf_counter() - t0, 2), "503s": refused, "hits": len(result["results"])}
+
+
 def versions_of(i: int) -> list[tuple[str, str]]:
     """(markdown, embedded text) of the three versions of note ``i``."""
     base = synthetic.note(i)
@@ -183,9 +200,9 @@ def measure(root: Path, size: int, n_queries: int, cold: bool) -> dict[str, Any]
     del line
     rss1 = _rss_mb()
     middle = FIRST_COMMIT + STEP_S * int(1.5 * size)
-    t0 = time.perf_counter()
-    first = memory.search(SearchRequest(queries[10 + n_queries], limit=10, as_of=_iso(middle)))
-    out["first_as_of_s"] = {"seconds": round(time.perf_counter() - t0, 2), "hits": len(first["results"])}
+    out["first_as_of_s"] = first_answer(
+        memory, SearchRequest(queries[10 + n_queries], limit=10, as_of=_iso(middle))
+    )
     out["first_as_of_s"]["load"] = _load()
     out["rss_store_mb"] = round(_rss_mb() - rss1, 1)
     past = ctx.past
@@ -251,9 +268,10 @@ def restored(root: Path, n_queries: int) -> dict[str, Any]:
     queries = synthetic.queries(n_queries + 11)
     memory.search(SearchRequest(queries[0], limit=10))
     rss = _rss_mb()
-    t0 = time.perf_counter()
-    memory.search(SearchRequest(queries[1], limit=10, as_of="2100-01-01T00:00:00Z"))
-    out["first_as_of_s"] = {"seconds": round(time.perf_counter() - t0, 2), "load": _load()}
+    out["first_as_of_s"] = first_answer(
+        memory, SearchRequest(queries[1], limit=10, as_of="2100-01-01T00:00:00Z")
+    )
+    out["first_as_of_s"]["load"] = _load()
     out["rss_store_mb"] = round(_rss_mb() - rss, 1)
     samples = []
     for q in queries[11:]:
