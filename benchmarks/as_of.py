@@ -261,7 +261,7 @@ def restored(root: Path, n_queries: int) -> dict[str, Any]:
     from vaultmem.config import Settings
     from vaultmem.memory import Memory, SearchRequest
 
-    snapshot = root / ".vaultmem" / "past.json"
+    snapshot = root / ".vaultmem" / "past.jsonl"
     out: dict[str, Any] = {"load_before": _load(), "snapshot_mb": round(snapshot.stat().st_size / 2**20, 1)}
     memory = Memory(Settings.resolve(root))
     memory.reconcile()

@@ -21,6 +21,7 @@ from mcp_harness import running_daemon, structured, wait_for
 
 from vaultmem.index.embedder import Embedder, OnnxEmbedder
 from vaultmem.server.daemon import Daemon
+from vaultmem.sync.versions import SNAPSHOT
 
 TITLE = "Staging database"
 TEXTS = [
@@ -197,7 +198,7 @@ def test_the_past_read_again_after_the_state_directory_was_deleted_gives_the_sam
         note_id, moments = write_history(wire, daemon, vault)
         first = answers(wire, note_id, moments)
     state = vault / ".vaultmem"
-    assert (state / "past.json").is_file()  # the store was written out when the daemon stopped
+    assert (state / SNAPSHOT).is_file()  # the store was written out when the daemon stopped
     shutil.rmtree(state)
     with running_daemon(vault, token, embedder=onnx, commit_quiet_period=0.3) as daemon:
         again = answers(Wire(daemon), note_id, moments)

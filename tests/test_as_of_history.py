@@ -265,9 +265,12 @@ def test_an_unusable_snapshot_or_a_rewritten_branch_is_read_again_from_git(
         found(memory, "deploy", dropped)
     memory.close()
     snapshot = vault / ".vaultmem" / versions.SNAPSHOT
-    data = json.loads(snapshot.read_text(encoding="utf-8"))
-    data["store"]["rows"][0][2] = 10**6  # a row naming a document that is not there
-    snapshot.write_text(json.dumps(data), encoding="utf-8")
+    lines = snapshot.read_text(encoding="utf-8").splitlines()
+    first_row = 1 + json.loads(lines[0])["terms"]  # the header, each term's postings, the rows
+    row = json.loads(lines[first_row])
+    row[2] = 10**6  # a row naming a document that is not there
+    lines[first_row] = json.dumps(row)
+    snapshot.write_text("\n".join(lines) + "\n", encoding="utf-8")
     memory = open_memory()
     assert found(memory, "deploy", rewritten)[NOTE_ID]["snippet"] == "The deploy uses rolling updates."
 

@@ -21,7 +21,7 @@ import threading
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -110,24 +110,24 @@ class Bm25Corpus:
         self._lengths.append(len(terms))
         return doc
 
-    def state(self) -> dict[str, list[Any]]:
-        """The postings as plain lists (for a snapshot in the state directory)."""
-        return {
-            "terms": list(self._terms),
-            "docs": [d.tolist() for d in self._docs],
-            "tfs": [t.tolist() for t in self._tfs],
-            "lengths": self._lengths.tolist(),
-        }
+    def frozen(self) -> tuple[list[int], list[tuple[str, array[int], array[int]]]]:
+        """A copy of the postings (the lengths, and each term's documents and counts) that later
+        additions leave alone: a snapshot is written from it outside the store's lock."""
+        terms = list(self._terms)
+        return self._lengths.tolist(), [
+            (term, array("i", self._docs[i]), array("i", self._tfs[i])) for i, term in enumerate(terms)
+        ]
 
-    def restore(self, state: dict[str, list[Any]]) -> None:
-        """Hold the postings of a :meth:`state` (a ValueError or TypeError when it is not one)."""
-        terms, docs, tfs = state["terms"], state["docs"], state["tfs"]
-        if not len(terms) == len(docs) == len(tfs):
-            raise ValueError("the postings' lists differ in length")
-        self._terms = {str(t): i for i, t in enumerate(terms)}
-        self._docs = [array("i", d) for d in docs]
-        self._tfs = [array("i", t) for t in tfs]
-        self._lengths = array("i", state["lengths"])
+    def restore(self, lengths: list[int], postings: Iterable[list[Any]]) -> None:
+        """Hold the postings :meth:`frozen` gave, read back as ``[term, docs, counts]`` lists (a
+        ValueError or TypeError when they are not)."""
+        self._lengths = array("i", lengths)
+        for term, docs, tfs in postings:
+            if len(docs) != len(tfs) or str(term) in self._terms:
+                raise ValueError("a posting list is not one")
+            self._terms[str(term)] = len(self._docs)
+            self._docs.append(array("i", docs))
+            self._tfs.append(array("i", tfs))
 
     def scores(self, query: str, present: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """BM25 of every document for ``query``, over the corpus ``present`` describes: for each

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -160,30 +161,30 @@ class VersionStore:
 
     # ----------------------------------------------------------------- snapshot
 
-    def snapshot(self) -> dict[str, Any]:
-        """The rows and postings as plain values (JSON), for :meth:`restore` in another process."""
+    def snapshot(self) -> tuple[list[int], list[tuple[str, array[int], array[int]]], Iterator[list[Any]]]:
+        """The store as plain values, for :meth:`restore` in another process: the documents'
+        lengths, each term's postings (term, documents, counts), and each row ``[start, end,
+        document, record, entry]``. A copy taken under the lock; the rows are produced one at a time
+        from it, so writing a snapshot holds one row's JSON in memory, not the store's."""
         with self.lock:
-            rows = [
-                [
-                    int(start),
-                    int(end),
-                    int(doc),
-                    [getattr(v.record, f) for f in RECORD_FIELDS],
-                    entry_row(v.entry),
-                ]
-                for v, start, end, doc in zip(
-                    self.versions, self._start.view(), self._end.view(), self._doc.view(), strict=True
-                )
-            ]
-            return {"rows": rows, "corpus": self.corpus.state()}
+            versions = list(self.versions)
+            columns = (self._start.view().copy(), self._end.view().copy(), self._doc.view().copy())
+            lengths, postings = self.corpus.frozen()
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        """Hold what a :meth:`snapshot` holds (this store must be new; ValueError, TypeError,
-        KeyError or IndexError when the data is no snapshot). Vectors are not in it: every text is
-        :meth:`unembedded` until set."""
-        self.corpus.restore(snapshot["corpus"])
+        def rows() -> Iterator[list[Any]]:
+            for v, start, end, doc in zip(versions, *columns, strict=True):
+                record = [getattr(v.record, f) for f in RECORD_FIELDS]
+                yield [int(start), int(end), int(doc), record, entry_row(v.entry)]
+
+        return lengths, postings, rows()
+
+    def restore(self, lengths: list[int], postings: Iterable[list[Any]], rows: Iterable[list[Any]]) -> None:
+        """Hold what a :meth:`snapshot` holds, read back (this store must be new; ValueError,
+        TypeError, KeyError or IndexError when the data is no snapshot). Vectors are not in it:
+        every text is :meth:`unembedded` until set."""
+        self.corpus.restore(lengths, postings)
         documents = len(self.corpus)
-        for start, end, doc, record_row, entry in snapshot["rows"]:
+        for start, end, doc, record_row, entry in rows:
             if not (isinstance(doc, int) and 0 <= doc < documents and isinstance(start, int)):
                 raise ValueError("a snapshot row names no document")
             values = dict(zip(RECORD_FIELDS, record_row, strict=True))

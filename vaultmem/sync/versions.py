@@ -29,11 +29,11 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vaultmem.errors import GitError, IndexError_, InvalidInput, MalformedNote
 from vaultmem.index.note_index import NoteIndex
@@ -42,7 +42,6 @@ from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import note_from_text
 from vaultmem.sync.mainline import LineCommit, RefsWatch, batches, head_of, main_line, read_blobs
 from vaultmem.sync.reconcile import record_for
-from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.catalog import ENTRY_FIELDS, Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import is_conflict_copy
@@ -56,8 +55,9 @@ _MAX_AS_OF = 64
 EMBED_INLINE = 256
 #: The store's snapshot in the state directory, and the layout it is written in (bump it when the
 #: snapshot's shape or the full-text analyzer changes: an older snapshot is then rebuilt from git).
-SNAPSHOT = "past.json"
+SNAPSHOT = "past.jsonl"
 SNAPSHOT_FORMAT = 1
+_FIELDS = [list(RECORD_FIELDS), list(ENTRY_FIELDS)]
 #: Versions read since the last snapshot after which one is written at once (else at close).
 SAVE_AFTER = 1000
 #: Seconds the first ``as_of`` read of a process waits for the history to be read; past that it
@@ -330,24 +330,26 @@ class PastIndex:
     # ----------------------------------------------------------------- the snapshot
 
     def _restore(self) -> None:
-        """Take the store from the snapshot a process wrote, if there is a usable one."""
+        """Take the store from the snapshot a process wrote, if there is a usable one: JSON lines,
+        a header (the main line read), each term's postings, then each version, read line by line."""
         try:
-            raw = self.snapshot_path.read_bytes()
+            handle = self.snapshot_path.open("rb")
         except OSError:
             return
         try:
-            data = json.loads(raw)
-            if data.get("format") != SNAPSHOT_FORMAT or data.get("fields") != [
-                list(RECORD_FIELDS),
-                list(ENTRY_FIELDS),
-            ]:
-                return
-            store = VersionStore(self.index.embedder.dim)
-            store.restore(data["store"])
-            line = [str(sha) for sha, _ in data["line"]]
-            times = [float(t) for _, t in data["line"]]
-            owner = {str(k): str(v) for k, v in data["owner"].items()}
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            with handle:
+                header = json.loads(handle.readline())
+                if header.get("format") != SNAPSHOT_FORMAT or header.get("fields") != _FIELDS:
+                    return
+                store = VersionStore(self.index.embedder.dim)
+                postings = (json.loads(handle.readline()) for _ in range(int(header["terms"])))
+                store.restore(list(header["lengths"]), postings, (json.loads(line) for line in handle))
+            line = [str(sha) for sha, _ in header["line"]]
+            times = [float(t) for _, t in header["line"]]
+            owner = {str(k): str(v) for k, v in header["owner"].items()}
+            if len(store) != header["rows"]:
+                raise ValueError("the snapshot was cut short")
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             log.info(
                 "the snapshot %s is unusable (%s); reading the history from git", self.snapshot_path, exc
             )
@@ -356,32 +358,39 @@ class PastIndex:
         self._position = {sha: i for i, sha in enumerate(line)}
         self._saved = len(store)
 
-    def _snapshot(self) -> dict[str, Any] | None:
+    def _save(self, *, background: bool) -> None:
+        """Write the snapshot (atomically, from a copy taken now; derived state: a failure only
+        slows the next process)."""
         store = self._store
         if store is None:
-            return None
-        return {
+            return
+        lengths, postings, rows = store.snapshot()
+        header = {
             "format": SNAPSHOT_FORMAT,
-            "fields": [list(RECORD_FIELDS), list(ENTRY_FIELDS)],
+            "fields": _FIELDS,
             "line": [[sha, t] for sha, t in zip(self._line, self._times, strict=True)],
             "owner": dict(self._owner),
-            "store": store.snapshot(),
+            "lengths": lengths,
+            "terms": len(postings),
+            "rows": len(store),
         }
-
-    def _save(self, *, background: bool) -> None:
-        """Write the snapshot (atomically; derived state: a failure only slows the next process)."""
-        data = self._snapshot()
-        if data is None:
-            return
-        self._saved = len(data["store"]["rows"])
+        self._saved = len(store)
+        path = self.snapshot_path
 
         def write() -> None:
+            temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             try:
-                payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-                self.snapshot_path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(self.snapshot_path, payload, durable=False)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with temp.open("w", encoding="utf-8") as out:
+                    out.write(_line_of(header))
+                    for term, docs, tfs in postings:
+                        out.write(_line_of([term, docs.tolist(), tfs.tolist()]))
+                    for row in rows:
+                        out.write(_line_of(row))
+                temp.replace(path)
             except (OSError, ValueError) as exc:
-                log.warning("the snapshot %s was not written: %s", self.snapshot_path, exc)
+                log.warning("the snapshot %s was not written: %s", path, exc)
+                temp.unlink(missing_ok=True)
 
         if self._saver is not None:
             self._saver.join()
@@ -401,3 +410,7 @@ class PastIndex:
                 self._save(background=False)
             if self._saver is not None:
                 self._saver.join()
+
+
+def _line_of(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
