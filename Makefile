@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/mcp_e2e.py
 	$(BIN)/python benchmarks/sync.py
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
+	$(BIN)/python benchmarks/as_of.py
 
 serve: $(STAMP)
 	$(BIN)/vaultmem serve --vault "$(VAULT)" --port "$(PORT)" --init

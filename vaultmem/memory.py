@@ -169,6 +169,7 @@ class Memory:
             self._ctx.writer.close()
         finally:
             if self._keeper is not None:
+                self._ctx.close()  # what reading the past started, before the index it reads closes
                 self._keeper.index.close()
                 self._warmup.join()
 
@@ -262,9 +263,11 @@ class Memory:
         given = _scoped(spec, scope) if spec is not None else None
         return self._recalled(self._recall.context(given, thought_id, max_degree), scope)
 
-    def recall_get(self, thought_id: str | None, include_edges: bool = False) -> Answer:
-        """``get``: one thought, with its incident edges if asked."""
-        return self._recalled(self._recall.get(thought_id, include_edges), Scope())
+    def recall_get(
+        self, thought_id: str | None, include_edges: bool = False, as_of: str | None = None
+    ) -> Answer:
+        """``get``: one thought, with its incident edges if asked (or as it was ``as_of``)."""
+        return self._recalled(self._recall.get(thought_id, include_edges, as_of), Scope())
 
     def recall_chain(self, thought_id: str | None, max_degree: int) -> Answer:
         """``chain``: a thought and its parent/develops chain."""

@@ -253,9 +253,7 @@ class NoteIndex:
 
     def rebuild(self) -> int:
         """Recompute every derived column and vector from the stored notes; returns the row count.
-
-        Vectors come from the embedding cache where the (model, text) pair was seen before.
-        """
+        Vectors come from the embedding cache where the (model, text) pair was seen before."""
         self.wait_for_writes()
         self._maintenance.wait()
         with self.apply_lock, _lance_errors("rebuild the notes table"):
@@ -546,6 +544,19 @@ class NoteIndex:
     def table_paths(self) -> list[Path]:
         """The folders of the index's tables (what maintenance compacts and prunes)."""
         return [self._state_dir / "lancedb" / f"{name}.lance" for name in _TABLES]
+
+    def vectors_of(self, texts: dict[str, str], *, embed: bool) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors of ``{text hash: text}`` the embedding cache holds; with ``embed`` the others too,
+        embedded outside the apply lock (the index's writes go on) and queued for the cache."""
+        with self.apply_lock, _lance_errors("read the embedding cache"):
+            found = self._cache.lookup(list(texts))
+        todo = {h: t for h, t in texts.items() if h not in found}
+        if embed and todo:
+            fresh = dict(zip(todo, self._embedder.embed(list(todo.values())), strict=True))
+            with self.apply_lock, _lance_errors("write the embedding cache"):
+                self._cache.remember(fresh)
+            found.update(fresh)
+        return found
 
     def flush_cache(self) -> None:
         """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""

@@ -15,7 +15,9 @@ from vaultmem.errors import InvalidInput
 from vaultmem.index.records import SearchFilters, SearchHit, SearchResult
 from vaultmem.notes.ids import canonical_id, is_full_id, is_id_prefix
 from vaultmem.notes.links import TEXT_LINK, Edge
+from vaultmem.operations.as_of import PastLookup, refuse_edges
 from vaultmem.operations.context import Context
+from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.results import (
     STATUS_FILTERS,
     Answer,
@@ -60,6 +62,8 @@ class SearchSpec:
     contradiction_mode: str = "flag"
     group_by_cluster: bool = False
     verbose: bool = False  # compact: false: ranking metadata on every item
+    #: The memory as it was then (an ISO date-time or a commit id): :mod:`vaultmem.operations.as_of`.
+    as_of: str | None = None
 
     def with_status(self, status: str | None) -> SearchSpec:
         """The same search over the statuses a graph tool's ``status`` names (default: active)."""
@@ -100,14 +104,23 @@ class _Candidate:
 class Recall:
     """The read actions of the graph tools."""
 
-    def __init__(self, ctx: Context, search: Search) -> None:
+    def __init__(self, ctx: Context, search: Search, lookup: Lookup | None = None) -> None:
         self.ctx = ctx
-        self.lookup = ctx.lookup
+        self.lookup = ctx.lookup if lookup is None else lookup
         self.finder = search
+
+    def at(self, as_of: str) -> Recall:
+        """The same reads over the memory as it was at ``as_of`` (a date-time or a commit)."""
+        view = self.ctx.past.view(as_of)
+        return Recall(self.ctx, Search(self.ctx, view), PastLookup(self.ctx, view))
 
     # -- search / clusters ------------------------------------------------------------------------
     def search(self, spec: SearchSpec, action: str = "search") -> Answer:
         spec = spec.checked()
+        if spec.as_of is not None:  # the same search over the memory as it was then
+            if spec.group_by_cluster:
+                raise refuse_edges("group_by_cluster")
+            return self.at(spec.as_of).search(dataclasses.replace(spec, as_of=None), action)
         query = spec.query.strip()
         warnings: list[str] = []
         if is_full_id(query) or is_id_prefix(query):
@@ -266,7 +279,11 @@ class Recall:
         return out
 
     # -- get ----------------------------------------------------------------------------------------
-    def get(self, thought_id: str | None, include_edges: bool) -> Answer:
+    def get(self, thought_id: str | None, include_edges: bool, as_of: str | None = None) -> Answer:
+        if as_of is not None:  # the thought as it was then
+            if include_edges:
+                raise refuse_edges("include_edges")
+            return self.at(as_of).get(thought_id, False)
         entry = self.lookup.require(thought_id)
         thought = self.lookup.thought(entry)
         if not include_edges:

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
@@ -467,19 +468,9 @@ class Catalog:
                 or data.get("fields") != _FIELDS
             ):
                 return {}
-            tags = _FIELDS.index("tags")
-            pairs = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
-            flat = [_FIELDS.index(n) for n in ("text_links", "body_tags", "aliases")]
             out = {}
             for row in data["entries"]:
-                if len(row) != len(_FIELDS):  # fields with defaults would take a short row
-                    return {}
-                row[tags] = tuple(row[tags])
-                for i in flat:
-                    row[i] = tuple(row[i]) if row[i] else ()
-                for i in pairs:
-                    row[i] = tuple(tuple(item) for item in row[i])
-                entry = Entry(*row)
+                entry = entry_from_row(row)
                 out[entry.path] = entry
             return out
         except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -487,7 +478,7 @@ class Catalog:
 
     def save_cache(self) -> None:
         with self._lock:
-            rows = [[getattr(e, name) for name in _FIELDS] for e in self._by_path.values()]
+            rows = [entry_row(e) for e in self._by_path.values()]
         payload = json.dumps(
             {"version": CACHE_VERSION, "fields": _FIELDS, "entries": rows}, ensure_ascii=False
         )
@@ -500,6 +491,28 @@ class Catalog:
 #: Entry's fields in declaration order: the cache stores each entry as a row of these values
 #: (a third of the size of one JSON object per entry, and quicker to read back).
 _FIELDS = [f.name for f in fields(Entry)]
+ENTRY_FIELDS = tuple(_FIELDS)
+_TAGS = _FIELDS.index("tags")
+_PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
+_FLAT = [_FIELDS.index(n) for n in ("text_links", "body_tags", "aliases")]
+
+
+def entry_row(entry: Entry) -> list[Any]:
+    """An entry as a row of its field values (:data:`ENTRY_FIELDS` order), for a JSON cache."""
+    return [getattr(entry, name) for name in _FIELDS]
+
+
+def entry_from_row(row: list[Any]) -> Entry:
+    """The entry an :func:`entry_row` read back from JSON holds (ValueError when it holds none)."""
+    if not isinstance(row, list) or len(row) != len(_FIELDS):  # a short row would take defaults
+        raise ValueError("not a catalog entry row")
+    row = list(row)
+    row[_TAGS] = tuple(row[_TAGS])
+    for i in _FLAT:
+        row[i] = tuple(row[i]) if row[i] else ()
+    for i in _PAIRS:
+        row[i] = tuple(tuple(item) for item in row[i])
+    return Entry(*row)
 
 
 def _text_or_none(value: object) -> str | None:
