@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
 from vaultmem.limits import LOW_SPACE_MIB
@@ -80,17 +83,32 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from vaultmem.server.token import ensure_token, rotate_token, token_path
+    from vaultmem.server import token as tokens
 
-    path = token_path(_settings(args).vault)
-    if args.rotate:
-        token = rotate_token(path)
+    path = tokens.token_path(_settings(args).vault)
+    command = getattr(args, "token_command", None)
+    if command == "add":
+        secret = tokens.add_token(path, args.name, args.email)
+        print(f"token for {args.name} (shown this once; give it to that agent's host):", file=sys.stderr)
+        print(secret)
+    elif command == "revoke":
+        tokens.revoke_token(path, args.name)
+        print(f"revoked {args.name}: a running daemon refuses its token from the next request")
+    elif command == "list":
+        rows = tokens.list_tokens(path)
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+        for row in [] if args.json else rows:
+            shown = row["shown"] or "(printed by `vaultmem token`)"
+            print(f"{row['name']:<20} {row['name']} <{row['email']}>  {row['created'] or '-':<20}  {shown}")
+    elif args.rotate:
+        print(tokens.rotate_token(path))
         print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
     else:
-        token, new = ensure_token(path)
+        token, new = tokens.ensure_token(path)
         if new:
             print(f"no token yet: generated one in {path}", file=sys.stderr)
-    print(token)
+        print(token)
     return 0
 
 
@@ -320,8 +338,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("mcp", cmd_mcp, "Serve the memory tools over stdio, for MCP hosts that start a process.")
 
-    p = add("token", cmd_token, "Print the daemon's bearer token (generating one if there is none).")
-    p.add_argument("--rotate", action="store_true", help="replace the token with a new one")
+    p = add("token", cmd_token, "Print the default bearer token (made if missing); named tokens per agent.")
+    p.add_argument("--rotate", action="store_true", help="replace the default token with a new one")
+    actions = p.add_subparsers(dest="token_command", metavar="ACTION")
+
+    def token_action(name: str, help_text: str) -> argparse.ArgumentParser:
+        return actions.add_parser(name, help=help_text, description=help_text, parents=[common])
+
+    t = token_action("add", "Make a token for one agent; its writes are committed under its name.")
+    t.add_argument("name", help="the agent's name: letters, digits, '.', '_', '-' (e.g. cursor)")
+    t.add_argument("--email", help="the address its commits carry (default NAME@vaultmem.local)")
+    t = token_action("list", "List the tokens: names, authors, when made (never a token).")
+    t.add_argument("--json", action="store_true", help="print the list as JSON")
+    t = token_action("revoke", "Revoke an agent's token (a running daemon refuses it at once).")
+    t.add_argument("name", help="the token's name")
 
     p = add("append", cmd_append, "Write a reviewed memory (idempotent on --idempotency-key).")
     p.add_argument("content", help="the memory's Markdown text, or - to read standard input")
@@ -368,6 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return f"uid-{os.getuid()}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -376,7 +413,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         handler: Handler = args.handler
-        return handler(args)
+        with acting_as(Caller(_os_user(), transport="cli")):  # its commits carry the OS user's name
+            code = handler(args)
+            for found in redactions():
+                print(f"redacted {found['kind']} ({found['field']} line {found['line']})", file=sys.stderr)
+        return code
     except VaultmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

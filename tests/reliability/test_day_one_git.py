@@ -22,7 +22,8 @@ from layers import parts
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
 
 from vaultmem.server.daemon import Daemon
-from vaultmem.vault.history import CommitWriter, GitRepo
+from vaultmem.vault.commits import CommitWriter
+from vaultmem.vault.history import GitRepo
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 NOTE = "---\ntitle: Espresso ratio\nkind: preference\n---\nOne to two, eighteen grams in.\n"

@@ -162,6 +162,12 @@ def redact(text: str, findings: Sequence[Finding]) -> str:
     return "".join(out)
 
 
+def without_secrets(text: str) -> str:
+    """``text`` with every secret in it replaced by its marker (for what is made from it: a file name)."""
+    found = find_secrets(text)
+    return redact(text, found) if found else text
+
+
 # -- the write path's API ---------------------------------------------------------------------------
 
 
@@ -279,4 +285,5 @@ __all__ = [
     "marker",
     "redact",
     "scan_note_file",
+    "without_secrets",
 ]

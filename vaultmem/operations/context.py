@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
 from vaultmem.filing.contract import Contract, VaultContract
+from vaultmem.filing.guard import PlanGuard
 from vaultmem.filing.projects import ProjectRegistry
 from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.tokens import PreviewTokens
@@ -57,6 +58,8 @@ class Context:
         self.writer = writer
         self.clock = clock
         self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir])
+        # Every agent write, whatever the tool, passes the secret guard in the writer.
+        writer.guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
         self.projects = ProjectRegistry(layout.root)
         self.tokens = PreviewTokens()
         self.graph = EdgeGraph(catalog)
