@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import json
 import logging
@@ -16,7 +17,7 @@ from typing import Any
 from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
-from vaultmem.limits import LOW_SPACE_MIB
+from vaultmem.limits import LOW_SPACE_MIB, MAX_VERSIONS
 from vaultmem.memory import Memory, SearchRequest
 
 Handler = Callable[[argparse.Namespace], int]
@@ -170,16 +171,41 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     with _open(args) as memory:
         note = memory.note(args.id)
-        entries = memory.history(args.id)
+        rows: list[Any] = []
+        while True:  # every version, a page at a time
+            page = memory.history(args.id, limit=MAX_VERSIONS, offset=len(rows), diff=args.diff)
+            rows += page.items
+            if not page.items or len(rows) >= page.counts["total"]:
+                break
     if args.json:
-        print(json.dumps({"id": note.id, "path": note.path, "history": entries}, ensure_ascii=False))
+        print(json.dumps({"id": note.id, "path": note.path, "history": rows}, ensure_ascii=False))
         return 0
     print(f"{note.path}  ({note.id})")
-    for entry in entries:
-        first, _, rest = entry["message"].partition("\n")
-        print(f"\n{entry['commit'][:10]}  {entry['date']}  {entry['author']}\n    {first}")
-        for line in rest.strip().splitlines():
+    for row in rows:
+        print(f"\n{row['commit'][:10]}  {row['at']}  {row['author']}  {row['action']}\n    {row['summary']}")
+        for line in row.get("diff", "").splitlines():
             print(f"    {line}")
+    return 0
+
+
+def cmd_blame(args: argparse.Namespace) -> int:
+    with _open(args) as memory:
+        blame = memory.blame(args.id)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(blame), ensure_ascii=False))
+        return 0
+
+    def who(row: Mapping[str, Any]) -> str:
+        return f"{(row['commit'] or '-')[:10]:<10}  {row['author'][:20]:<20}  {(row['at'] or '')[:10]:<10}"
+
+    print(f"{blame.path}  ({blame.id})")
+    if blame.keys:
+        print("\nkeys:")
+        for key, row in blame.keys.items():
+            print(f"  {key:<16} {who(row)}")
+    print("\nlines:")
+    for row in blame.lines:
+        print(f"{row['line']:>5}  {who(row)}  | {row['text']}")
     return 0
 
 
@@ -392,9 +418,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("doctor", cmd_doctor, "Check that vault, index and git history agree (reads only).")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add("log", cmd_log, "Show a memory's git history, newest first.")
+    p = add("log", cmd_log, "Show a memory's versions, newest first: who, when, what (renames followed).")
     p.add_argument("id", help="the memory's id")
+    p.add_argument("--diff", action="store_true", help="show each version's change as a diff")
     p.add_argument("--json", action="store_true", help="print the history as JSON")
+
+    p = add("blame", cmd_blame, "Show who last wrote each line and each frontmatter key of a memory.")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
     return parser
 
 

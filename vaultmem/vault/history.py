@@ -11,6 +11,7 @@ a git killed mid-commit: it is removed and logged (:mod:`vaultmem.vault.gitlock`
 
 from __future__ import annotations
 
+import datetime as dt
 import getpass
 import logging
 import os
@@ -22,7 +23,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 from vaultmem.errors import GitError, GitLocked
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
@@ -62,13 +62,37 @@ class Author:
         return {"GIT_AUTHOR_NAME": self.name, "GIT_AUTHOR_EMAIL": self.email}
 
 
-class Commit(TypedDict):
-    """One commit of a note's history."""
+@dataclass(frozen=True)
+class Version:
+    """One commit of a note's history: who wrote it and when, where the note was, how it changed."""
 
     commit: str
-    date: str
+    #: The author's date, ISO 8601 with its offset.
+    at: str
     author: str
+    email: str
+    #: The note's path in this commit (renames followed).
+    path: str
+    #: git's letter for the change: ``A`` added, ``M`` modified, ``R`` renamed, ``D`` deleted.
+    change: str
+    #: The note's blob in this commit (None for a deletion): :meth:`GitRepo.blobs` reads it.
+    blob: str | None
     message: str
+
+    @property
+    def subject(self) -> str:
+        return (self.message.splitlines() or [""])[0]
+
+
+@dataclass(frozen=True)
+class BlameLine:
+    """Who last wrote one line of a file (``commit`` is all zeros for a line not committed yet)."""
+
+    commit: str
+    author: str
+    email: str
+    at: str
+    text: str
 
 
 class GitRepo:
@@ -331,18 +355,71 @@ class GitRepo:
             return paths
         return []
 
-    def log_for(self, path: str) -> list[Commit]:
-        """The history of one note, following renames: newest first."""
-        fmt = "%H%x1f%aI%x1f%an%x1f%B%x1e"
-        out = self.git("log", "--follow", f"--format={fmt}", "--", path, check=False)
-        entries = []
-        for record in out.split("\x1e"):
-            record = record.strip("\n")
-            if not record:
+    def versions(self, path: str) -> list[Version]:
+        """Every commit that changed the file now at ``path``, newest first, renames followed
+        (a merge counts with what it changed against its first parent)."""
+        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%ae%x1f%B%x1f"
+        out = self.git(
+            "log", "--follow", "--raw", "--no-abbrev", "-z", "--diff-merges=first-parent",
+            f"--format={fmt}", "--", path, check=False, errors="surrogateescape",
+        )  # fmt: skip
+        found: list[Version] = []
+        for record in out.split("\x1e")[1:]:
+            head, _, raw = record.rpartition("\x1f")
+            sha, at, name, email, body = [*head.split("\x1f", 4), "", "", "", ""][:5]
+            fields = raw.lstrip("\0\n").split("\0")  # ":<modes> <old blob> <new blob> <letter>", paths
+            if len(fields) < 2 or not fields[0].startswith(":"):
+                continue  # a merge that left this file as its first parent had it
+            meta = fields[0].split()
+            letter, blob = meta[-1][:1], meta[3]
+            where = fields[2] if letter in "RC" and len(fields) > 2 else fields[1]
+            found.append(
+                Version(
+                    sha, at, name, email, where, letter, None if set(blob) == {"0"} else blob, body.strip()
+                )
+            )
+        return found
+
+    def blobs(self, shas: Sequence[str]) -> list[bytes | None]:
+        """The content of each blob (one ``git cat-file --batch`` for all); None where missing."""
+        if not shas:
+            return []
+        out = self.run("cat-file", "--batch", input_bytes="".join(f"{s}\n" for s in shas).encode()).stdout
+        found: list[bytes | None] = []
+        at = 0
+        for _ in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) < 3 or header[1] != b"blob":
+                found.append(None)
+                at = end + 1
                 continue
-            sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
-            entries.append(Commit(commit=sha, date=date, author=author, message=body.strip()))
-        return entries
+            size = int(header[2])
+            found.append(out[end + 1 : end + 1 + size])
+            at = end + 1 + size + 1
+        return found
+
+    def blame(self, path: str) -> list[BlameLine]:
+        """Who last wrote each line of the file as it is on disk (``git blame``, renames followed)."""
+        out = self.git("blame", "--porcelain", "--", path, errors="surrogateescape").split("\n")
+        info: dict[str, dict[str, str]] = {}
+        lines: list[BlameLine] = []
+        sha: str | None = None
+        for line in out:
+            if line.startswith("\t") and sha is not None:  # the line itself, after its commit's header
+                about = info[sha]
+                when = dt.datetime.fromtimestamp(int(about.get("author-time", "0")), dt.UTC).isoformat()
+                email = about.get("author-mail", "").strip("<>")
+                lines.append(BlameLine(sha, about.get("author", ""), email, when, line[1:]))
+                sha = None
+            elif sha is None:
+                if line:
+                    sha = line.split(" ", 1)[0]
+                    info.setdefault(sha, {})
+            else:  # "author X", "author-time 17...": given the first time a commit appears
+                key, _, value = line.partition(" ")
+                info[sha][key] = value
+        return lines
 
 
 def _committable(path: Path) -> bool:
