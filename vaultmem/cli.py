@@ -285,6 +285,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
+        (
+            "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",
+            [f"{s['path']}: {s['kind']} ({s['field']} line {s['line']})" for s in report.secrets],
+        ),
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
