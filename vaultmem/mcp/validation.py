@@ -37,6 +37,8 @@ MAX_SHOWN = 60
 #: Where the HTTP server's bearer check leaves the agent a token names: ``(name, email)``.
 AGENT_SCOPE_KEY = "vaultmem.agent"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: The most of a client's self-declared ``name/version`` kept (it is recorded in commit messages).
+MAX_CLIENT_CHARS = 100
 
 
 class ToolServer(MCPServer[Any]):
@@ -75,7 +77,7 @@ def _caller(context: Context[Any, Any] | None) -> Caller:
     request = request_context.request if request_context is not None else None
     params = request_context.session.client_params if request_context is not None else None
     info = params.client_info if params is not None else None
-    client = f"{info.name}/{info.version}" if info is not None else None
+    client = _printable(f"{info.name}/{info.version}") if info is not None else None
     headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers else None
     agent = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY)
@@ -83,6 +85,11 @@ def _caller(context: Context[Any, Any] | None) -> Caller:
         return Caller(agent[0], client=client, session=session, email=agent[1])
     declared = _UNSAFE_NAME.sub("-", info.name).strip("-.")[:64] if info is not None else ""
     return Caller(declared if request is None and declared else "mcp", client=client, session=session)
+
+
+def _printable(text: str) -> str:
+    """A self-declared value made safe to record: one line, no control characters, bounded."""
+    return "".join(c if c.isprintable() else " " for c in text)[:MAX_CLIENT_CHARS]
 
 
 def _saying_redacted(result: CallToolResult, redacted: list[dict[str, object]]) -> CallToolResult:

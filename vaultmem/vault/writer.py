@@ -182,7 +182,8 @@ class VaultWriter:
                                 self._inflight[k] = done
                             break
                 busy.wait(timeout=self.lock_timeout)
-            author = author_of(caller.current())
+            who = caller.current()
+            author = author_of(who)
             staged: list[StagedWrite] = []
             try:
                 if self.guard is not None:
@@ -199,6 +200,7 @@ class VaultWriter:
                     else:
                         words = subject(plan.result) if subject is not None else None
                         text = batch_message(tool, summary, notes, plan, side, words)
+                    text += _who_line(who)
                     paths = [*(n.path for n in notes), *side]
                     future = self._submit(paths, text, author)
                     self._installed.update((s.rel, hashlib.sha256(s.data).hexdigest()) for s in staged)
@@ -403,6 +405,13 @@ def _stage_all(staged: list[StagedWrite]) -> None:
     with ThreadPoolExecutor(max_workers=min(STAGE_THREADS, len(staged))) as pool:
         for future in [pool.submit(s.stage) for s in staged]:
             future.result()
+
+
+def _who_line(who: caller.Caller) -> str:
+    """The message's lines naming the caller (the author says who too; the client is a detail)."""
+    if who is caller.INTERNAL:
+        return ""
+    return f"agent: {who.agent}\n" + (f"client: {who.client}\n" if who.client else "")
 
 
 def note_message(note: Note, tool: str, action: str) -> str:
