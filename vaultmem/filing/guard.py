@@ -81,12 +81,12 @@ class PlanGuard:
         report: list[dict[str, object]] = []
         out: list[FileWrite] = []
         for w in writes:
-            hits = found.get(id(w))
-            if hits is None:
+            in_file = found.get(id(w))
+            if in_file is None:
                 out.append(w)
                 continue
-            out.append(dataclasses.replace(w, text=_redacted(w.text, hits)))
-            report += [{**f.to_dict(), "path": w.rel} for hit in hits for f in hit.findings]
+            out.append(dataclasses.replace(w, text=_redacted(w.text, in_file)))
+            report += [{**f.to_dict(), "path": w.rel} for hit in in_file for f in hit.findings]
         record_redactions(report)
         return out
 
@@ -94,7 +94,7 @@ class PlanGuard:
         old = "" if write.create else self._old_text(write.rel)
         unchanged: dict[str | None, bool] = {None: old.endswith(write.text.body)}
         for value in _values(write):
-            if value.key not in unchanged:  # a key whose lines the file already has, as they are
+            if value.key is not None and value.key not in unchanged:  # lines the file has as they are
                 unchanged[value.key] = _entry_text(write.text, value.key) in old
             if unchanged[value.key]:
                 continue

@@ -98,11 +98,11 @@ def diagnose(
     stems = {e.slug.lower() for e in entries} | {e.path.removesuffix(".md").lower() for e in entries}
     for entry in entries:
         note = read_note(layout, entry.path)
-        key = (entry.path, entry.content_hash)
-        found = scanned.get(key) if scanned is not None else None
+        version = (entry.path, entry.content_hash)
+        found = scanned.get(version) if scanned is not None else None
         if found is None and note.text is not None:
             found = scan_note_text(note.text.render(), entry.path)
-        seen[key] = found or []
+        seen[version] = found or []
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found or []]
         meta = note.text.meta if note.text is not None else {}
         for key, value in meta.items():

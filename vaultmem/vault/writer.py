@@ -201,8 +201,7 @@ class VaultWriter:
                         words = subject(plan.result) if subject is not None else None
                         text = batch_message(tool, summary, notes, plan, side, words)
                     text += _who_line(who)
-                    paths = [*(n.path for n in notes), *side]
-                    future = self._submit(paths, text, author)
+                    future = self._submit([*(n.path for n in notes), *side], text, author)
                     self._installed.update((s.rel, hashlib.sha256(s.data).hexdigest()) for s in staged)
             except BaseException:
                 for s in staged:
@@ -255,7 +254,7 @@ class VaultWriter:
         try:
             edited = [p for p in self.repo.pending_changes(maybe_hand) if p in maybe_hand]
             if edited:
-                self.commit_hand_edits(edited).result(timeout=self.lock_timeout * 4)
+                self._commit_hand_edits(edited).result(timeout=self.lock_timeout * 4)
         except Exception as exc:  # the write goes on; its commit then holds the person's edit too
             log.warning("could not commit a hand edit before writing over it: %s", exc)
 
@@ -374,9 +373,12 @@ class VaultWriter:
         with self._process_lock, self._lock:
             yield
 
-    def commit_hand_edits(self, paths: list[str]) -> Future[None]:
+    def commit_hand_edits(self, paths: list[str]) -> None:
         """Queue the commit of a person's edits the watcher saw (``hand edit: <path>``, ...),
         authored by the person's git identity."""
+        self._commit_hand_edits(paths)
+
+    def _commit_hand_edits(self, paths: list[str]) -> Future[None]:
         root = self.layout.root
         deleted = {p for p in paths if not os.path.lexists(root / p)}
         return self._submit(paths, hand_edit_message(paths, deleted), self.repo.person(), record=False)
