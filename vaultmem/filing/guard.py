@@ -19,6 +19,7 @@ is not Markdown (``project.yaml``). The guard reads only: content is data, never
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,13 @@ class PlanGuard:
     def __init__(self, root: Path, mode: Callable[[], SecretsMode]) -> None:
         self.root = root
         self.mode = mode
+
+    def warm_in_background(self) -> threading.Thread:
+        """Load the detector (detect-secrets' plugins, ~0.2 s) on a thread, so a long-running
+        process's first write does not wait for it; a one-shot command loads it when it writes."""
+        thread = threading.Thread(target=find_secrets, args=("warm up",), name="vaultmem-secrets-warmup")
+        thread.start()
+        return thread
 
     def check(self, writes: list[FileWrite]) -> list[FileWrite]:
         """``writes`` as they may be written: unchanged when clean, redacted in ``redact`` mode;

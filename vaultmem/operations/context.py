@@ -59,7 +59,9 @@ class Context:
         self.clock = clock
         self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir])
         # Every agent write, whatever the tool, passes the secret guard in the writer.
-        writer.guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
+        writer.guard = guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
+        if index is not None:  # a daemon or a stdio server: its first write need not load the detector
+            guard.warm_in_background()
         self.projects = ProjectRegistry(layout.root)
         self.tokens = PreviewTokens()
         self.graph = EdgeGraph(catalog)
