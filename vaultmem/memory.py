@@ -234,10 +234,8 @@ class Memory:
         """The note with this id (any status), as its file is now."""
         return self._memories.note(note_id)
 
-    def history(
-        self, note_id: str | None, version: str | None = None, limit: int | None = None, offset: int = 0,
-        *, diff: bool = False,
-    ) -> Answer:  # fmt: skip
+    def history(self, note_id: str | None, version: str | None = None, limit: int | None = None,
+                offset: int = 0, *, diff: bool = False) -> Answer:  # fmt: skip
         """``memory_recall history``, ``vaultmem log``: a note's versions (``version``: one, with text)."""
         return self._history.answer(note_id, version, limit, offset, diff=diff)
 
