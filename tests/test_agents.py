@@ -22,6 +22,7 @@ from conftest import OpenService, git
 from layers import parts
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
 from mcp_types import Implementation
+from test_server_http import INITIALIZE, MCP_HEADERS
 from test_server_process import serve_process
 
 from vaultmem.caller import Caller, acting_as
@@ -29,16 +30,6 @@ from vaultmem.cli import main
 from vaultmem.server.token import add_token, agents_path, token_path
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> str:
@@ -48,11 +39,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def initialize_status(url: str, token: str) -> int:
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "Authorization": f"Bearer {token}",
-    }
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     with httpx2.Client(timeout=30) as client:
         return client.post(url, headers=headers, json=INITIALIZE).status_code
 
