@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import getpass
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import VaultmemError
-from vaultmem.limits import LOW_SPACE_MIB
+from vaultmem.limits import LOW_SPACE_MIB, MAX_VERSIONS
 from vaultmem.memory import Memory, SearchRequest
 
 Handler = Callable[[argparse.Namespace], int]
@@ -84,17 +88,32 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from vaultmem.server.token import ensure_token, rotate_token, token_path
+    from vaultmem.server import token as tokens
 
-    path = token_path(_settings(args).vault)
-    if args.rotate:
-        token = rotate_token(path)
+    path = tokens.token_path(_settings(args).vault)
+    command = getattr(args, "token_command", None)
+    if command == "add":
+        secret = tokens.add_token(path, args.name, args.email)
+        print(f"token for {args.name} (shown this once; give it to that agent's host):", file=sys.stderr)
+        print(secret)
+    elif command == "revoke":
+        tokens.revoke_token(path, args.name)
+        print(f"revoked {args.name}: a running daemon refuses its token from the next request")
+    elif command == "list":
+        rows = tokens.list_tokens(path)
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+        for row in [] if args.json else rows:
+            shown = row["shown"] or "(printed by `vaultmem token`)"
+            print(f"{row['name']:<20} {row['name']} <{row['email']}>  {row['created'] or '-':<20}  {shown}")
+    elif args.rotate:
+        print(tokens.rotate_token(path))
         print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
     else:
-        token, new = ensure_token(path)
+        token, new = tokens.ensure_token(path)
         if new:
             print(f"no token yet: generated one in {path}", file=sys.stderr)
-    print(token)
+        print(token)
     return 0
 
 
@@ -156,16 +175,41 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     with _open(args) as memory:
         note = memory.note(args.id)
-        entries = memory.history(args.id)
+        rows: list[Any] = []
+        while True:  # every version, a page at a time
+            page = memory.history(args.id, limit=MAX_VERSIONS, offset=len(rows), diff=args.diff)
+            rows += page.items
+            if not page.items or len(rows) >= page.counts["total"]:
+                break
     if args.json:
-        print(json.dumps({"id": note.id, "path": note.path, "history": entries}, ensure_ascii=False))
+        print(json.dumps({"id": note.id, "path": note.path, "history": rows}, ensure_ascii=False))
         return 0
     print(f"{note.path}  ({note.id})")
-    for entry in entries:
-        first, _, rest = entry["message"].partition("\n")
-        print(f"\n{entry['commit'][:10]}  {entry['date']}  {entry['author']}\n    {first}")
-        for line in rest.strip().splitlines():
+    for row in rows:
+        print(f"\n{row['commit'][:10]}  {row['at']}  {row['author']}  {row['action']}\n    {row['summary']}")
+        for line in row.get("diff", "").splitlines():
             print(f"    {line}")
+    return 0
+
+
+def cmd_blame(args: argparse.Namespace) -> int:
+    with _open(args) as memory:
+        blame = memory.blame(args.id)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(blame), ensure_ascii=False))
+        return 0
+
+    def who(row: Mapping[str, Any]) -> str:
+        return f"{(row['commit'] or '-')[:10]:<10}  {row['author'][:20]:<20}  {(row['at'] or '')[:10]:<10}"
+
+    print(f"{blame.path}  ({blame.id})")
+    if blame.keys:
+        print("\nkeys:")
+        for key, row in blame.keys.items():
+            print(f"  {key:<16} {who(row)}")
+    print("\nlines:")
+    for row in blame.lines:
+        print(f"{row['line']:>5}  {who(row)}  | {row['text']}")
     return 0
 
 
@@ -250,6 +294,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
+        (
+            "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",
+            [f"{s['path']}: {s['kind']} ({s['field']} line {s['line']})" for s in report.secrets],
+        ),
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
@@ -334,8 +382,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("mcp", cmd_mcp, "Serve the memory tools over stdio, for MCP hosts that start a process.")
 
-    p = add("token", cmd_token, "Print the daemon's bearer token (generating one if there is none).")
-    p.add_argument("--rotate", action="store_true", help="replace the token with a new one")
+    p = add("token", cmd_token, "Print the default bearer token (made if missing); named tokens per agent.")
+    p.add_argument("--rotate", action="store_true", help="replace the default token with a new one")
+    actions = p.add_subparsers(dest="token_command", metavar="ACTION")
+
+    def token_action(name: str, help_text: str) -> argparse.ArgumentParser:
+        return actions.add_parser(name, help=help_text, description=help_text, parents=[common])
+
+    t = token_action("add", "Make a token for one agent; its writes are committed under its name.")
+    t.add_argument("name", help="the agent's name: letters, digits, '.', '_', '-' (e.g. cursor)")
+    t.add_argument("--email", help="the address its commits carry (default NAME@vaultmem.local)")
+    t = token_action("list", "List the tokens: names, authors, when made (never a token).")
+    t.add_argument("--json", action="store_true", help="print the list as JSON")
+    t = token_action("revoke", "Revoke an agent's token (a running daemon refuses it at once).")
+    t.add_argument("name", help="the token's name")
 
     p = add("append", cmd_append, "Write a reviewed memory (idempotent on --idempotency-key).")
     p.add_argument("content", help="the memory's Markdown text, or - to read standard input")
@@ -376,10 +436,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("doctor", cmd_doctor, "Check that vault, index and git history agree (reads only).")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add("log", cmd_log, "Show a memory's git history, newest first.")
+    p = add("log", cmd_log, "Show a memory's versions, newest first: who, when, what (renames followed).")
     p.add_argument("id", help="the memory's id")
+    p.add_argument("--diff", action="store_true", help="show each version's change as a diff")
     p.add_argument("--json", action="store_true", help="print the history as JSON")
+
+    p = add("blame", cmd_blame, "Show who last wrote each line and each frontmatter key of a memory.")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
     return parser
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return f"uid-{os.getuid()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -390,7 +462,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         handler: Handler = args.handler
-        return handler(args)
+        with acting_as(Caller(_os_user(), transport="cli")):  # its commits carry the OS user's name
+            code = handler(args)
+            for found in redactions():
+                print(f"redacted {found['kind']} ({found['field']} line {found['line']})", file=sys.stderr)
+        return code
     except VaultmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -31,6 +31,7 @@ from vaultmem.operations.crystallize import Crystallize
 from vaultmem.operations.doctor import DoctorReport
 from vaultmem.operations.edge_review import EdgeReview
 from vaultmem.operations.edges import Edges
+from vaultmem.operations.history import Blame, History
 from vaultmem.operations.memories import AppendResult, CaptureResult, ForgetResult, Memories
 from vaultmem.operations.placement import Placement
 from vaultmem.operations.primers import Primers
@@ -45,7 +46,7 @@ from vaultmem.operations.supersede import MergeSpec, Supersede
 from vaultmem.operations.thoughts import NewThought, Thoughts
 from vaultmem.sync.reconcile import Progress, ReconcileReport
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.history import Commit, GitRepo
+from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.store import NoteStore
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from vaultmem.sync.keeper import IndexKeeper
 
 __all__ = [
-    "Answer", "AppendResult", "CaptureResult", "Clock", "Commit", "DoctorReport", "Embedder",
+    "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
     "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
     "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "Thought",
     "WithColumns", "init_vault",
@@ -141,6 +142,7 @@ class Memory:
         self._review = EdgeReview(ctx, self._placement)
         self._retention = Retention(ctx, self._supersede, self._primers)
         self._crystallize = Crystallize(ctx)
+        self._history = History(ctx)
         if index:
             gc.freeze()
 
@@ -233,9 +235,14 @@ class Memory:
         """The note with this id (any status), as its file is now."""
         return self._memories.note(note_id)
 
-    def history(self, note_id: str) -> list[Commit]:
-        """A note's git history, newest first, following renames."""
-        return self._memories.history(note_id)
+    def history(self, note_id: str | None, version: str | None = None, limit: int | None = None,
+                offset: int = 0, *, diff: bool = False) -> Answer:  # fmt: skip
+        """``memory_recall history``, ``vaultmem log``: a note's versions (``version``: one, with text)."""
+        return self._history.answer(note_id, version, limit, offset, diff=diff)
+
+    def blame(self, note_id: str) -> Blame:
+        """``vaultmem blame``: who last wrote each line and each frontmatter key of a note."""
+        return self._history.blame(note_id)
 
     def kinds(self) -> list[str]:
         """The kinds of the filing contract (ContractError when it does not load)."""

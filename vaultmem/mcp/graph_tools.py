@@ -13,7 +13,9 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from vaultmem.errors import InvalidInput, VaultmemError
+from vaultmem.limits import DEFAULT_VERSIONS as HISTORY_DEFAULT
 from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
+from vaultmem.limits import MAX_VERSIONS as HISTORY_MAX
 from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
 from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
@@ -40,10 +42,11 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
     @server.tool(name="memory_recall")
     def memory_recall(
         action: Annotated[
-            Literal["search", "get", "context", "chain", "clusters", "list"],
+            Literal["search", "get", "context", "chain", "clusters", "list", "history"],
             _d(
                 "search (hybrid search), get (one thought), context (a thought and its neighbourhood), "
-                "chain (its parent/develops chain), clusters (cluster-only search), list (paged inventory)."
+                "chain (its parent/develops chain), clusters (cluster-only search), list (paged inventory), "
+                "history (a thought's versions: who changed it, when, how)."
             ),
         ],
         query: Annotated[
@@ -53,7 +56,11 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
                 "digits, resolves by id."
             ),
         ] = None,
-        thought_id: Annotated[str | None, _d("get/chain/context: the thought's id.")] = None,
+        thought_id: Annotated[str | None, _d("get/chain/context/history: the thought's id.")] = None,
+        version: Annotated[
+            str | None,
+            _d("history: a commit from its list (7+ hex digits): that version alone, with its text."),
+        ] = None,
         cwd: Annotated[
             str | None,
             _d(
@@ -83,10 +90,11 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
             int | None,
             _d(
                 f"Most items: search/clusters 1-{MAX_SEARCH_LIMIT} (default {DEFAULT_SEARCH_LIMIT}), "
-                f"list 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT})."
+                f"list 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT}), history 1-{HISTORY_MAX} "
+                f"(default {HISTORY_DEFAULT})."
             ),
         ] = None,
-        offset: Annotated[int, _d("list: skip this many thoughts (page with offset += limit).")] = 0,
+        offset: Annotated[int, _d("list/history: skip this many rows (page with offset += limit).")] = 0,
         min_relevance: Annotated[
             float | None,
             Field(
@@ -146,7 +154,9 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
         contradicted_by and low_confidence when they apply), get (thought_id; include_edges adds
         upstream/downstream), context (query or thought_id: the thought and its neighbourhood),
         chain (thought_id: its parent/develops chain up to max_degree), clusters (cluster-only
-        search), list (paged inventory: limit/offset, meta.counts.total is the un-paged count).
+        search), list (paged inventory: limit/offset, meta.counts.total is the un-paged count),
+        history (thought_id: its versions newest first, [{commit, at, author, action, summary}],
+        renames followed, forgotten thoughts too; version: that one, with its text).
         Output is compact by default; compact: false adds every column and the scores. Edges of
         type links_to are the links written in a note's text ([[wikilinks]], Markdown links):
         read-only, shown by get, context, chain and the graph; tag filters count body #tags. as_of
@@ -191,6 +201,8 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
                 answer = memory.recall_get(thought_id, include_edges, as_of)
             elif action == "chain":
                 answer = memory.recall_chain(thought_id, max_degree or DEFAULT_CHAIN_DEGREE)
+            elif action == "history":
+                answer = memory.history(thought_id, version, limit, offset)
             else:
                 limit = DEFAULT_LIST_LIMIT if limit is None else limit
                 answer = memory.recall_list(status, cwd, tag, is_cluster, limit, offset)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import VaultError
+from vaultmem.filing.secrets import Finding, scan_note_text
 from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.history import GitRepo
@@ -48,6 +49,9 @@ class DoctorReport:
     state_free_mib: float | None = None
     #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
     git_locks: list[dict[str, Any]] = field(default_factory=list)
+    #: What looks like a secret in a note (a hand edit: agents' writes are guarded), where, never
+    #: what: ``{path, kind, field, line}``. Reported only; the person's file is not rewritten.
+    secrets: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def stale_git_locks(self) -> list[dict[str, Any]]:
@@ -59,15 +63,27 @@ class DoctorReport:
         return not (
             self.malformed or self.skipped or self.conflict_copies or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
-            or self.uncommitted or self.stale_git_locks or len(self.layout.get("claimed_by", ())) > 1
+            or self.uncommitted or self.stale_git_locks or self.secrets
+            or len(self.layout.get("claimed_by", ())) > 1
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, **asdict(self)}
 
 
-def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, repo: GitRepo) -> DoctorReport:
+#: Secrets found per (path, content hash): a daemon's repeated health checks scan only what changed.
+ScanCache = dict[tuple[str, str], list[Finding]]
+
+
+def diagnose(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex | None,
+    repo: GitRepo,
+    scanned: ScanCache | None = None,
+) -> DoctorReport:
     report = DoctorReport()
+    seen: ScanCache = {}
     entries = list(catalog.entries())
     report.notes = len(entries)
     report.malformed = dict(catalog.problems)
@@ -79,6 +95,12 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
     in_properties: set[tuple[str, str]] = set()
     for entry in entries:
         note = read_note(layout, entry.path)
+        version = (entry.path, entry.content_hash)
+        found = scanned.get(version) if scanned is not None else None
+        if found is None and note.text is not None:
+            found = scan_note_text(note.text.render(), entry.path)
+        seen[version] = found or []
+        report.secrets += [{"path": entry.path, **f.to_dict()} for f in found or []]
         meta = note.text.meta if note.text is not None else {}
         recorded = recorded_targets(meta)
         for key, value in meta.items():
@@ -101,6 +123,9 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
         report.index_missing = sorted(p for p in wanted if p not in hashes)
         report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
         report.index_extra = sorted(p for p in hashes if p not in wanted)
+    if scanned is not None:  # keep what this vault holds now, nothing older
+        scanned.clear()
+        scanned.update(seen)
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):

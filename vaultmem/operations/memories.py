@@ -24,7 +24,6 @@ from vaultmem.notes.slugs import make_slug
 from vaultmem.operations.context import Context
 from vaultmem.operations.thoughts import NewNote, plan_new_note
 from vaultmem.vault.catalog import Entry
-from vaultmem.vault.history import Commit
 from vaultmem.vault.plan import Plan, WriteKey
 
 log = logging.getLogger(__name__)
@@ -34,6 +33,8 @@ class AppendResult(TypedDict):
     id: str
     slug: str
     deduplicated: bool
+    #: In the secret guard's ``redact`` mode, when it replaced something: ``[{kind, field, line, path}]``.
+    redacted: NotRequired[list[dict[str, object]]]
 
 
 class CaptureResult(TypedDict):
@@ -44,6 +45,7 @@ class CaptureResult(TypedDict):
     updated: NotRequired[bool]
     appended: NotRequired[bool]
     error: NotRequired[str]
+    redacted: NotRequired[list[dict[str, object]]]
 
 
 class ForgetResult(TypedDict):
@@ -53,7 +55,7 @@ class ForgetResult(TypedDict):
 
 
 class Memories:
-    """The memory tools' writes, and a note's history."""
+    """The memory tools' writes."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -76,10 +78,6 @@ class Memories:
     def note(self, note_id: str) -> Note:
         """The note with this id (any status), as its file is now."""
         return self.ctx.store.read(self.require(note_id).path)
-
-    def history(self, note_id: str) -> list[Commit]:
-        """The git history of a note, newest first, following renames."""
-        return self.ctx.repo.log_for(self.require(note_id).path)
 
     # -- memory_append ----------------------------------------------------------------------
     def append(

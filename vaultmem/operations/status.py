@@ -21,7 +21,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.filing.projects import Project
 from vaultmem.notes.model import DRAFT_STATUS, LIVE_STATUSES, iso, parse_time
 from vaultmem.operations.context import Context
-from vaultmem.operations.doctor import diagnose
+from vaultmem.operations.doctor import ScanCache, diagnose
 from vaultmem.operations.primers import Primers
 from vaultmem.operations.reflect import PENDING_TAG, same_project
 from vaultmem.operations.results import Answer, Payload, Row, Thought
@@ -75,6 +75,11 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("stale_git_locks", "git", "warning",
      "git lock files no process holds, older than the lock timeout (a git killed mid-commit)",
      "nothing to do: vaultmem removes a stale lock at its next commit (or remove it yourself)"),
+    ("secrets_in_notes", "vault", "warning",
+     "notes holding what looks like a secret (a key, a token, a password): edited in by hand, since "
+     "agents' writes are guarded; git keeps every version",
+     "remove the secret from the note (keep where it lives instead: a password manager entry); it "
+     "stays in older commits until the history is rewritten (git filter-repo)"),
     ("project_registry", "projects", "error", "project.yaml files that cannot be read",
      "fix each file by hand"),
     ("contradiction_in_cluster", "semantic consistency", "warning",
@@ -104,6 +109,8 @@ class Status:
         self.stale_days = ctx.settings.stale_after_days
         #: Set by the HTTP daemon: its MCP session counts, reported by ``health``.
         self.sessions: Callable[[], Mapping[str, int]] | None = None
+        #: health's secret scan of each note, kept while the note's content is the same.
+        self._scanned: ScanCache = {}
 
     # -- shared -------------------------------------------------------------------------------------
     def _in_scope(self, entry: Entry, project: str | None) -> bool:
@@ -284,7 +291,7 @@ class Status:
         with contextlib.suppress(Exception):  # let queued commits land; a failure shows as uncommitted
             ctx.writer.commits.flush(timeout=10.0)
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
-        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo)
+        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._scanned)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, Sequence[Payload]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
@@ -301,6 +308,7 @@ class Status:
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
             "stale_git_locks": report.stale_git_locks,
+            "secrets_in_notes": list(report.secrets),
             "project_registry": [{"path": p, "problem": m} for p, m in sorted(ctx.projects.problems.items())],
             "contradiction_in_cluster": self.contradictions_in_clusters(),
         }

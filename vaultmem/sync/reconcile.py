@@ -177,7 +177,10 @@ def sync_path(
             for row in rows:
                 if edges is not None:
                     edges.forget(row.id, row.path)
-        return "removed" if (had or rows) else "unchanged"
+        # A note renamed by hand whose new name was seen first has already lost its entry and
+        # row to the new path; its old path's removal must still be committed (a missing path
+        # git never tracked is left out of the commit).
+        return "removed" if (had or rows or rel.endswith(".md")) else "unchanged"
     try:
         note = read_note(layout, rel)
     except MalformedNote as exc:
