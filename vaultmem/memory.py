@@ -63,11 +63,6 @@ __all__ = [
 ]  # fmt: skip
 
 
-SLOTS_WARNING = (
-    "no project scope — the project-scoped slot overrides were not applied (pass cwd to read them)"
-)
-
-
 class Memory:
     """One vault, opened: every operation of the memory tools, the graph tools and the CLI."""
 
@@ -421,10 +416,7 @@ class Memory:
     def slots(self, cwd: str | None, slots_limit: int = DEFAULT_SLOTS_LIMIT, offset: int = 0) -> Answer:
         """``slots``: project context, active goals, pending items, architecture decisions."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        answer = self._status.slots(self._project(scope), slots_limit, offset)
-        if not scope.given:
-            answer.warnings.append(SLOTS_WARNING)
-        return _with(answer, scope)
+        return _with(self._status.slots(self._project(scope), slots_limit, offset, scope.given), scope)
 
     def frontier(self, cwd: str | None, limit: int = DEFAULT_FRONTIER_LIMIT) -> Answer:
         """``frontier``: what needs attention (pending, contradictions, unfiled, stale)."""

@@ -98,6 +98,12 @@ def _clip(text: str, limit: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
 
 
+#: Said by ``slots`` when the call named no project.
+SLOTS_WARNING = (
+    "no project scope — the project-scoped slot overrides were not applied (pass cwd to read them)"
+)
+
+
 class Status:
     """The read actions of ``memory_status``."""
 
@@ -130,7 +136,15 @@ class Status:
         return [e for _when, e in rows]
 
     # -- slots --------------------------------------------------------------------------------------
-    def slots(self, project: Project | None, slots_limit: int, offset: int) -> Answer:
+    def slots(self, project: Project | None, slots_limit: int, offset: int, scoped: bool = True) -> Answer:
+        """The slots of ``project``; unless ``scoped`` (the caller named no project) the answer warns
+        that the project's own slot overrides were not applied."""
+        answer = self._slots(project, slots_limit, offset)
+        if not scoped:
+            answer.warnings.append(SLOTS_WARNING)
+        return answer
+
+    def _slots(self, project: Project | None, slots_limit: int, offset: int) -> Answer:
         if (
             isinstance(slots_limit, bool)
             or not isinstance(slots_limit, int)
