@@ -70,23 +70,14 @@ def main_line(repo: GitRepo, head: str, since: str | None = None) -> list[LineCo
 
 
 def read_blobs(repo: GitRepo, shas: Sequence[str]) -> dict[str, bytes]:
-    """The contents of these blobs (``git cat-file --batch``); missing ones and notes over the size
-    cap are left out."""
+    """The contents of these blobs (``GitRepo.blobs``, :data:`BLOB_BATCH` a call); missing ones and
+    notes over the size cap are left out."""
     found: dict[str, bytes] = {}
     for start in range(0, len(shas), BLOB_BATCH):
         chunk = shas[start : start + BLOB_BATCH]
-        raw = repo.run("cat-file", "--batch", input_bytes="".join(f"{s}\n" for s in chunk).encode()).stdout
-        at = 0
-        while at < len(raw):
-            eol = raw.index(b"\n", at)
-            header = raw[at:eol].split(b" ")
-            at = eol + 1
-            if len(header) < 3:  # "<sha> missing"
-                continue
-            size = int(header[2])
-            if size <= MAX_NOTE_BYTES:
-                found[header[0].decode("ascii")] = raw[at : at + size]
-            at += size + 1
+        for sha, raw in zip(chunk, repo.blobs(chunk), strict=True):
+            if raw is not None and len(raw) <= MAX_NOTE_BYTES:
+                found[sha] = raw
     return found
 
 
