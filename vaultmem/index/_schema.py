@@ -24,12 +24,13 @@ RECORD_COLUMNS = (
     "content_hash",
     "created",
     "updated",
+    "session",
 )
 
 
 def notes_schema(dim: int) -> pa.Schema:
     """The ``notes`` table: the record, the BM25 text and the vector."""
-    fields = [pa.field(name, pa.string(), nullable=name == "project") for name in RECORD_COLUMNS]
+    fields = [pa.field(name, pa.string(), nullable=name in ("project", "session")) for name in RECORD_COLUMNS]
     fields[RECORD_COLUMNS.index("tags")] = pa.field("tags", pa.list_(pa.string()), nullable=False)
     fields.append(pa.field("search_text", pa.string(), nullable=False))
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))

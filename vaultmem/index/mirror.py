@@ -171,6 +171,7 @@ class NoteMirror:
             content_hash=record.content_hash,
             created=record.created,
             updated=record.updated,
+            session=record.session,
         )
 
     # ----------------------------------------------------------------- lookups

@@ -213,7 +213,7 @@ class NoteIndex:
             twice = set(dupes)
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
         self.mirror.replace(records, vectors)
-        self.timeline.replace((r.id, r.project, r.created) for r in records)
+        self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
         return repairs
 
     def _follow(self) -> None:
@@ -380,7 +380,7 @@ class NoteIndex:
         self._own_version = run_async(self._notes.version())
         self.mirror.put(records, vectors)
         for r in records:
-            self.timeline.add(r.id, r.project, r.created)
+            self.timeline.add(r.id, r.project, r.created, r.session)
         self._maintenance.pending_writes += 1
 
     def _apply_delete(self, ids: Sequence[str]) -> None:

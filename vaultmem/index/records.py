@@ -44,6 +44,9 @@ class NoteRecord:
     content_hash: str
     created: str
     updated: str
+    #: The writing session (``source.session``: the MCP session that wrote the note), None for
+    #: notes written by hand or at the CLI; the context step links a session's notes in order.
+    session: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,10 +128,12 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 def search_text(record: NoteRecord) -> str:
-    """The text the full-text (BM25) leg indexes: title, body and tags."""
+    """The text the full-text (BM25) leg indexes: title, body, tags, and the title again (a
+    title's words count twice: field weighting, measured in docs/benchmarks.md)."""
     parts = [record.title, record.text]
     if record.tags:
         parts.append(" ".join(record.tags))
+    parts.append(record.title)
     return "\n".join(p for p in parts if p)
 
 

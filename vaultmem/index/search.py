@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index.embedder import Embedder
+from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import (
     FusionConfig,
     RelevanceCalibration,
@@ -80,6 +81,7 @@ class HybridSearcher:
     ) -> None:
         self.mirror = mirror
         self.timeline = timeline
+        self.episodes = Episodes(timeline, mirror)
         self.embedder = embedder
         self._table = table  # LanceDB's asynchronous handle of the notes table, as it is now
         self._ready = ready  # waits for the writes queued before the read
@@ -220,9 +222,8 @@ class HybridSearcher:
             extra = self._context_neighbours(fused, filters, query_vector)
             if extra:
                 fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=extra)
-            window = self.fusion.context_window_s
-            adjacency = {f.id: self.timeline.neighbours(f.id, window) for f in fused}
-            fused = propagate_context(fused, adjacency, self.fusion.context_weight)
+            adjacency = self._adjacency(f.id for f in fused)
+            fused = propagate_context(fused, adjacency, self.fusion.context_weight, self.fusion.context_decay)
         records = mirror.get_many(f.id for f in fused)
         fused = [f for f in fused if f.id in records]
         hits: list[SearchHit] = []
@@ -263,18 +264,17 @@ class HybridSearcher:
         filters: SearchFilters,
         query_vector: npt.NDArray[np.float32] | None,
     ) -> dict[str, float]:
-        """Cosines of the time-adjacent notes (inside ``filters``) of the top hits no leg returned."""
-        window = self.fusion.context_window_s
+        """Cosines of the episode neighbours (inside ``filters``) of the top hits no leg returned."""
         candidates = {f.id for f in fused}
-        wanted = {
-            n
-            for f in fused[: self.fusion.context_expand]
-            for n in self.timeline.neighbours(f.id, window)
-            if n not in candidates
-        }
+        near = self._adjacency(f.id for f in fused[: self.fusion.context_expand])
+        wanted = {n for pairs in near.values() for _, n in pairs if n not in candidates}
         if not wanted or query_vector is None:
             return {}
         return self.mirror.similarities(sorted(wanted), query_vector, filters)
+
+    def _adjacency(self, ids: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+        f = self.fusion
+        return self.episodes.adjacency(ids, f.context_window_s, f.context_radius, f.coherence_floor)
 
 
 def _check(query: str, k: int) -> None:

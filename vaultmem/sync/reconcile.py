@@ -39,6 +39,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
     tags = (*note.tags, *(t for t in body_tags if t not in note.tags))
     if is_conflict_copy(note.path):
         tags = (*tags, CONFLICT_COPY_TAG)
+    session = note.source.get("session")
     return NoteRecord(
         id=note_id,
         path=note.path,
@@ -52,6 +53,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
         content_hash=note.content_hash,
         created=note.created or "",
         updated=note.updated or note.created or "",
+        session=session if isinstance(session, str) and session else None,
     )
 
 
