@@ -43,14 +43,8 @@ from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
-from vaultmem.index.records import (
-    NoteRecord,
-    SearchFilters,
-    SearchResult,
-    embedding_text,
-    search_text,
-    sql_in,
-)
+from vaultmem.index.note_vectors import NoteVectors, VectorMaker
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult, search_text, sql_in
 from vaultmem.index.search import HybridSearcher, run_async
 from vaultmem.index.timeline import Timeline
 from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
@@ -128,6 +122,9 @@ class NoteIndex:
         self._own_version: int | None = None  # the notes table's version after our last write
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
+        self._maker = VectorMaker(self._cache, self.mirror)
+        #: Notes stored since the index opened (reindex progress; the embedding cache counts texts).
+        self.notes_stored = 0
         repairs = self._load_notes()
         self._maintenance = Maintenance(self, threshold=maintenance_threshold)
         self._writes = WriteQueue(self._apply)
@@ -185,10 +182,11 @@ class NoteIndex:
         Two rows with one id (two processes that both added the note) are collapsed here and
         rewritten as one row by the returned repair.
         """
-        with _lance_errors("load the notes into memory"):  # before the model is needed
-            columns = [*_schema.RECORD_COLUMNS, "vector"]
-            table = run_async(self._notes.query().select(columns).to_arrow())
         with_vectors = not self.needs_rebuild()
+        with _lance_errors("load the notes into memory"):  # before the model is needed
+            present = set(run_async(self._notes.schema()).names)  # an older layout lacks some
+            wanted = [*_schema.RECORD_COLUMNS, "vector", *(_schema.CHUNK_COLUMNS if with_vectors else ())]
+            table = run_async(self._notes.query().select([c for c in wanted if c in present]).to_arrow())
         records = _schema.records_from_table(table)
         dim = self._dim
         if with_vectors and table.schema.field("vector").type.list_size != dim:
@@ -196,8 +194,10 @@ class NoteIndex:
                 f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
                 f"{self._meta.path} says {dim}"
             )
+        chunks = None
         if with_vectors and records:
             vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+            chunks = _schema.chunks_from_table(table, dim)
         else:
             vectors = np.zeros((len(records), dim), dtype=np.float32)
         seen: dict[str, int] = {}
@@ -210,9 +210,10 @@ class NoteIndex:
             log.warning("the index held %d note id(s) twice; rewriting them once", len(dupes))
             records = [records[i] for i in keep]
             vectors = vectors[keep]
+            chunks = None if chunks is None else [chunks[i] for i in keep]
             twice = set(dupes)
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
-        self.mirror.replace(records, vectors)
+        self.mirror.replace(records, vectors, chunks)
         self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
         return repairs
 
@@ -260,14 +261,14 @@ class NoteIndex:
             records = self.mirror.records()
             run_async(self._db.drop_table("notes"))
             self._create_notes_table()
-            vectors = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
+            made = NoteVectors(np.zeros((0, self._embedder.dim), dtype=np.float32))
             for start in range(0, len(records), 1024):
-                chunk = records[start : start + 1024]
-                vectors[start : start + len(chunk)] = self._cache.vectors_for(
-                    [embedding_text(r) for r in chunk]
-                )
-                run_async(self._notes.add(self._rows(chunk, vectors[start : start + len(chunk)])))
-            self.mirror.replace(records, vectors)
+                batch = records[start : start + 1024]
+                part = self._maker.for_records(batch, reuse=False)
+                run_async(self._notes.add(self._rows(batch, part)))
+                made.vectors = np.concatenate([made.vectors, part.vectors])
+                made.chunks += part.chunks
+            self.mirror.replace(records, made.vectors, made.chunks)
         self.maintenance()
         return len(records)
 
@@ -365,7 +366,7 @@ class NoteIndex:
                     run_async(self._notes.checkout_latest())
 
     def _apply_upserts(self, records: list[NoteRecord]) -> None:
-        vectors = self._vectors_for_records(records)
+        made = self._maker.for_records(records, reuse=not self.needs_rebuild())
         new = [r.id for r in records if r.id not in self.mirror]
         # Another vaultmem process may have added a note this one has not seen yet.
         present = self._ids_in_table(new) if new else set()
@@ -373,14 +374,15 @@ class NoteIndex:
         fresh = [i for i, r in enumerate(records) if r.id in added]
         known = [i for i, r in enumerate(records) if r.id not in added]
         if fresh:
-            run_async(self._notes.add(self._rows([records[i] for i in fresh], vectors[fresh])))
+            run_async(self._notes.add(self._rows([records[i] for i in fresh], made.subset(fresh))))
         if known:
             merge = self._notes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-            run_async(merge.execute(self._rows([records[i] for i in known], vectors[known])))
+            run_async(merge.execute(self._rows([records[i] for i in known], made.subset(known))))
         self._own_version = run_async(self._notes.version())
-        self.mirror.put(records, vectors)
+        self.mirror.put(records, made.vectors, made.chunks)
         for r in records:
             self.timeline.add(r.id, r.project, r.created, r.session)
+        self.notes_stored += len(records)
         self._maintenance.pending_writes += 1
 
     def _apply_delete(self, ids: Sequence[str]) -> None:
@@ -391,8 +393,11 @@ class NoteIndex:
             self.timeline.remove(note_id)
         self._maintenance.pending_writes += 1
 
-    def _rows(self, records: Sequence[NoteRecord], vectors: npt.NDArray[np.float32]) -> pa.Table:
-        rows = [_schema.note_row(r, search_text(r), vectors[i]) for i, r in enumerate(records)]
+    def _rows(self, records: Sequence[NoteRecord], made: NoteVectors) -> pa.Table:
+        rows = [
+            _schema.note_row(r, search_text(r), made.vectors[i], *made.chunks[i])
+            for i, r in enumerate(records)
+        ]
         return pa.Table.from_pylist(rows, schema=run_async(self._notes.schema()))
 
     def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
@@ -406,23 +411,6 @@ class NoteIndex:
             rows = run_async(self._notes.query().where(where).select(["id"]).to_arrow())
             found.update(rows["id"].to_pylist())
         return found
-
-    def _vectors_for_records(self, records: Sequence[NoteRecord]) -> npt.NDArray[np.float32]:
-        """Vectors of ``records``: the stored one when the embedded text did not change."""
-        out = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
-        todo: list[int] = []
-        for i, record in enumerate(records):
-            old = self.mirror.get(record.id)
-            vector = None
-            if old is not None and embedding_text(old) == embedding_text(record) and not self.needs_rebuild():
-                vector = self.mirror.vector(record.id)
-            if vector is None:
-                todo.append(i)
-            else:
-                out[i] = vector
-        if todo:
-            out[todo] = self._cache.vectors_for([embedding_text(records[i]) for i in todo])
-        return out
 
     # ----------------------------------------------------------------- reads (from memory)
 

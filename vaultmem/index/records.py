@@ -102,6 +102,12 @@ class SearchHit:
     similarity: float | None = None
     relevance: float | None = None
     low_confidence: bool = False
+    #: The body span of the long note's window that matched best (None: its start, or a short
+    #: note): where a snippet should come from.
+    span: tuple[int, int] | None = None
+    #: The score on the cross-query scale (:mod:`vaultmem.index.calibration`): a strong match near
+    #: 1, the best hit of an unrelated query low; None for a single leg's answer.
+    calibrated: float | None = None
 
 
 @dataclass(frozen=True)

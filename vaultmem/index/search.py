@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,6 +26,7 @@ import numpy.typing as npt
 from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage, scaled_scores
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import (
@@ -88,6 +89,7 @@ class HybridSearcher:
         self._stale = stale  # the stored vectors belong to another embedding model
         self.fusion = fusion
         self.calibration = calibration
+        self.score_calibration = ScoreCalibration(calibration)
         self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._query_lock = threading.Lock()
 
@@ -170,6 +172,7 @@ class HybridSearcher:
         if self._stale():
             raise IndexError_("the stored vectors belong to another embedding model; run `vaultmem reindex`")
         hits = self.vector_candidates(vector, filters, k)
+        spans = self.mirror.best_spans((h.record.id for h in hits), vector)
         return SearchResult(
             hits=[
                 SearchHit(
@@ -179,6 +182,7 @@ class HybridSearcher:
                     similarity=h.score,
                     relevance=calibrate_relevance(h.score, self.calibration),
                     low_confidence=h.score < self.calibration.vector_floor,
+                    span=spans.get(h.record.id),
                 )
                 for h in hits
             ],
@@ -251,12 +255,39 @@ class HybridSearcher:
                 )
             )
         return SearchResult(
-            hits=hits[:k],
+            hits=self._finish(query, hits[:k], query_vector, filters),
             total=len(fused),
             filtered_out=filtered_out,
             degraded=degraded,
             warnings=tuple(warnings),
         )
+
+    def _finish(
+        self,
+        query: str,
+        hits: list[SearchHit],
+        query_vector: npt.NDArray[np.float32] | None,
+        filters: SearchFilters,
+    ) -> list[SearchHit]:
+        """The hits with the span of each long note's best window and the cross-query score
+        (:mod:`vaultmem.index.calibration`): the best hit's confidence, the others in proportion."""
+        if not hits:
+            return hits
+        spans: dict[str, tuple[int, int]] = {}
+        best = hits[0]
+        similarity = best.similarity
+        if query_vector is not None:
+            spans = self.mirror.best_spans((h.record.id for h in hits), query_vector)
+            if similarity is None:  # a BM25-only best hit: its cosine still counts as evidence
+                similarity = self.mirror.similarities([best.record.id], query_vector, filters).get(
+                    best.record.id
+                )
+        coverage = lexical_coverage(query, f"{best.record.title}\n{best.record.text}")
+        sure = confidence(similarity, coverage, self.score_calibration)
+        scaled = scaled_scores([h.score for h in hits], sure)
+        return [
+            replace(h, span=spans.get(h.record.id), calibrated=c) for h, c in zip(hits, scaled, strict=True)
+        ]
 
     def _context_neighbours(
         self,
