@@ -4,7 +4,6 @@ Deliver 3 and 4)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
