@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,11 @@ import numpy.typing as npt
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
+from vaultmem.errors import IndexError_
 from vaultmem.index.records import NoteRecord
+
+#: A note's chunks beyond its first window: body spans ``(m, 2)`` and vectors ``(m, dim)``.
+Chunks = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
 
 RECORD_COLUMNS = (
     "id",
@@ -109,6 +114,22 @@ def chunks_from_table(
         s, e = int(span_at[i] - span_at[0]) // 2, int(span_at[i + 1] - span_at[0]) // 2
         out.append((span_values[s:e], vec_values[a:b]))
     return out
+
+
+def notes_from_table(
+    table: pa.Table, dim: int, with_vectors: bool, meta: Path
+) -> tuple[list[NoteRecord], npt.NDArray[np.float32], list[Chunks] | None]:
+    """The records, vectors and chunks of a ``notes`` table read whole (zero vectors and no chunks
+    when ``with_vectors`` is off: the table was built by another model or layout)."""
+    records = records_from_table(table)
+    if with_vectors and table.schema.field("vector").type.list_size != dim:
+        raise IndexError_(
+            f"the stored vectors are {table.schema.field('vector').type.list_size} wide but {meta} says {dim}"
+        )
+    if not (with_vectors and records):
+        return records, np.zeros((len(records), dim), dtype=np.float32), None
+    vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+    return records, vectors, chunks_from_table(table, dim)
 
 
 def records_from_table(table: pa.Table) -> list[NoteRecord]:

@@ -40,6 +40,8 @@ class EmbeddingCache:
         self.embedder = embedder
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._known: set[str] | None = None
+        #: Texts embedded (not found in the cache) since the cache was made.
+        self.embedded = 0
 
     def forget_known(self) -> None:
         """Forget which hashes the table holds (another folder was opened)."""
@@ -52,6 +54,7 @@ class EmbeddingCache:
         missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
         if missing:
             embedded = self.embedder.embed([t for _, t in missing])
+            self.embedded += len(missing)
             fresh = {h: vec for (h, _), vec in zip(missing, embedded, strict=True)}
             found.update(fresh)
             self.remember(fresh)
@@ -109,6 +112,18 @@ class EmbeddingCache:
             rows = run_async(self.table.query().where(where).select(["text_hash"]).to_arrow())
             self._known = set(rows["text_hash"].to_pylist())
         return self._known
+
+    def copy_from(self, other: Any) -> int:
+        """Take in the vectors of this model that another cache table holds (a full rebuild's new
+        folder starts from the current folder's cache); returns how many rows were new here."""
+        where = f"model_id = {sql_literal(self.embedder.model_id)}"
+        rows = run_async(other.query().where(where).select(["model_id", "text_hash", "vector"]).to_arrow())
+        known = self._known_hashes()
+        fresh = rows.filter(pa.array([h not in known for h in rows["text_hash"].to_pylist()], pa.bool_()))
+        if fresh.num_rows:
+            run_async(self.table.add(fresh.cast(_schema.cache_schema())))
+            known.update(fresh["text_hash"].to_pylist())
+        return int(fresh.num_rows)
 
     def flush(self) -> None:
         """Write the queued vectors to the table."""

@@ -122,7 +122,8 @@ class NoteIndex:
         self._own_version: int | None = None  # the notes table's version after our last write
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
-        self._maker = VectorMaker(self._cache, self.mirror)
+        window = (fusion or FusionConfig()).context_window_s
+        self._maker = VectorMaker(self._cache, self.mirror, self.timeline, window)
         #: Notes stored since the index opened (reindex progress; the embedding cache counts texts).
         self.notes_stored = 0
         repairs = self._load_notes()
@@ -187,19 +188,7 @@ class NoteIndex:
             present = set(run_async(self._notes.schema()).names)  # an older layout lacks some
             wanted = [*_schema.RECORD_COLUMNS, "vector", *(_schema.CHUNK_COLUMNS if with_vectors else ())]
             table = run_async(self._notes.query().select([c for c in wanted if c in present]).to_arrow())
-        records = _schema.records_from_table(table)
-        dim = self._dim
-        if with_vectors and table.schema.field("vector").type.list_size != dim:
-            raise IndexError_(
-                f"the stored vectors are {table.schema.field('vector').type.list_size} wide but "
-                f"{self._meta.path} says {dim}"
-            )
-        chunks = None
-        if with_vectors and records:
-            vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
-            chunks = _schema.chunks_from_table(table, dim)
-        else:
-            vectors = np.zeros((len(records), dim), dtype=np.float32)
+        records, vectors, chunks = _schema.notes_from_table(table, self._dim, with_vectors, self._meta.path)
         seen: dict[str, int] = {}
         for row, record in enumerate(records):
             seen[record.id] = row  # the last row of an id wins
@@ -310,6 +299,16 @@ class NoteIndex:
         """Nothing queued or being applied."""
         return self._writes.idle
 
+    def writes_done(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the writes queued so far; whether they are all applied."""
+        return self._writes.wait(timeout)
+
+    @property
+    def texts_embedded(self) -> int:
+        """Texts (notes and windows of long notes) the embedder embedded since the index opened:
+        every other vector came from the embedding cache."""
+        return self._cache.embedded
+
     def _apply(self, batch: list[WriteOp]) -> None:
         """The writer thread: apply ``batch`` in order, gathering each run of upserts into one
         commit (a delete ends the run)."""
@@ -325,8 +324,10 @@ class NoteIndex:
                 else:
                     self._store_notes(list(notes.values()))
                     notes = {}
-                    gone = [r.path for r in self.mirror.get_many(op.ids).values()]
-                    self._guarded("delete notes", self._apply_delete, op.ids, gone)
+                    gone = self.mirror.get_many(op.ids)
+                    after = self._maker.followers(list(gone.values()), gone)
+                    self._guarded("delete notes", self._apply_delete, op.ids, [r.path for r in gone.values()])
+                    notes = {r.id: r for r in after}  # their header came from a note now gone
             self._store_notes(list(notes.values()))
         self._maintenance.after_batch()
 
@@ -366,6 +367,11 @@ class NoteIndex:
                     run_async(self._notes.checkout_latest())
 
     def _apply_upserts(self, records: list[NoteRecord]) -> None:
+        batch = {r.id: r for r in records}
+        moved = [r for r in records if (old := self.mirror.get(r.id)) is None or old.text != r.text]
+        for r in records:  # before the vectors: a short note's header comes from its predecessor
+            self.timeline.add(r.id, r.project, r.created, r.session)
+        records = [*records, *self._maker.followers(moved, batch)]
         made = self._maker.for_records(records, reuse=not self.needs_rebuild())
         new = [r.id for r in records if r.id not in self.mirror]
         # Another vaultmem process may have added a note this one has not seen yet.
@@ -380,9 +386,7 @@ class NoteIndex:
             run_async(merge.execute(self._rows([records[i] for i in known], made.subset(known))))
         self._own_version = run_async(self._notes.version())
         self.mirror.put(records, made.vectors, made.chunks)
-        for r in records:
-            self.timeline.add(r.id, r.project, r.created, r.session)
-        self.notes_stored += len(records)
+        self.notes_stored += len(batch)
         self._maintenance.pending_writes += 1
 
     def _apply_delete(self, ids: Sequence[str]) -> None:
@@ -545,6 +549,17 @@ class NoteIndex:
                 self._cache.remember(fresh)
             found.update(fresh)
         return found
+
+    def seed_cache(self, folder: Path) -> int:
+        """Copy the embedding cache of the index folder ``folder`` (read only) into this one's, so
+        a full rebuild embeds nothing the current index had embedded; returns the rows copied."""
+        with _lance_errors(f"read the embedding cache of {folder}"):
+            other = run_async(lancedb.connect_async(str(folder / "lancedb")))
+            if cache.TABLE not in run_async(other.list_tables()).tables:
+                return 0
+            table = run_async(other.open_table(cache.TABLE))
+            with self.apply_lock:
+                return self._cache.copy_from(table)
 
     def flush_cache(self) -> None:
         """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""
