@@ -69,7 +69,7 @@ def stamp(dataset: Dataset, order: str) -> tuple[list[NoteRecord], dict[str, str
                 quarter, j = divmod(i, size)
                 slot, who = j * WRITERS + quarter, f"{project}/w{quarter}"
             created = (T0 + timedelta(seconds=slot)).isoformat()
-            out.append(replace(note, created=created, updated=created))
+            out.append(replace(note, created=created, updated=created, session=who))
             writer[note.id] = who
     return out, writer
 
