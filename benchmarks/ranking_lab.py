@@ -40,6 +40,9 @@ from vaultmem.index.records import NoteRecord, SearchFilters  # noqa: E402
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WRITERS = 4
+#: Whether each note records the session that wrote it (``--no-sessions``: as if every note came
+#: from the CLI or a person, or a client whose connection closed between writes).
+SESSIONS = True
 
 
 @dataclass
@@ -69,7 +72,7 @@ def stamp(dataset: Dataset, order: str) -> tuple[list[NoteRecord], dict[str, str
                 quarter, j = divmod(i, size)
                 slot, who = j * WRITERS + quarter, f"{project}/w{quarter}"
             created = (T0 + timedelta(seconds=slot)).isoformat()
-            out.append(replace(note, created=created, updated=created, session=who))
+            out.append(replace(note, created=created, updated=created, session=who if SESSIONS else None))
             writer[note.id] = who
     return out, writer
 
@@ -460,7 +463,10 @@ def main() -> None:
     parser.add_argument("variants", nargs="*", default=["bm25", "vector", "shipped"])
     parser.add_argument("--header", default="", help="EMB,BM25 neighbour headers: prev|next|both")
     parser.add_argument("--sets", default="locomo/in order,locomo/interleaved,scifact")
+    parser.add_argument("--no-sessions", action="store_true", help="notes record no writing session")
     args = parser.parse_args()
+    global SESSIONS
+    SESSIONS = not args.no_sessions
     cache = CachedEmbedder(OnnxEmbedder())
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="vaultmem-lab-") as tmp:

@@ -216,12 +216,12 @@ def cmd_blame(args: argparse.Namespace) -> int:
 def _progress(label: str) -> Callable[[int, int, int], None]:
     """A progress bar of notes and chunks on standard error (only when it is a terminal)."""
     interactive = sys.stderr.isatty()
-    shown: list[tuple[int, int, int]] = []
+    last: list[tuple[int, int, int]] = []  # the state drawn last (the index is polled while it works)
 
     def show(done: int, total: int, chunks: int) -> None:
-        if not interactive or total <= 0 or (shown and shown[-1] == (done, total, chunks)):
+        if not interactive or total <= 0 or last == [(done, total, chunks)]:
             return
-        shown.append((done, total, chunks))
+        last[:] = [(done, total, chunks)]
         width = 30
         filled = int(width * done / total)
         bar = f"[{'#' * filled}{' ' * (width - filled)}]"

@@ -41,11 +41,6 @@ def parse_timestamp(value: str) -> float | None:
     return parsed.timestamp()
 
 
-def _keys(project: str | None, session: str | None) -> tuple[SequenceKey, SequenceKey]:
-    key = project or ""
-    return ("session", key, session or None), ("project", key, None)
-
-
 class Timeline:
     """Sorted ``(created, id)`` sequences per writer and per project, with neighbour lookups."""
 
@@ -54,6 +49,16 @@ class Timeline:
         self._seqs: dict[SequenceKey, list[Entry]] = {}
         self._where: dict[str, tuple[tuple[SequenceKey, SequenceKey], float]] = {}
         self._generation: dict[SequenceKey, int] = {}
+        #: One shared pair of keys per (project, session): a note holds a reference, not a copy.
+        self._key_pairs: dict[tuple[str | None, str | None], tuple[SequenceKey, SequenceKey]] = {}
+
+    def _keys(self, project: str | None, session: str | None) -> tuple[SequenceKey, SequenceKey]:
+        found = self._key_pairs.get((project, session))
+        if found is None:
+            key = project or ""
+            found = (("session", key, session or None), ("project", key, None))
+            self._key_pairs[(project, session)] = found
+        return found
 
     def add(self, note_id: str, project: str | None, created: str, session: str | None = None) -> None:
         """Insert or move a note."""
@@ -62,7 +67,7 @@ class Timeline:
             self._remove_locked(note_id)
             if stamp is None:
                 return
-            keys = _keys(project, session)
+            keys = self._keys(project, session)
             for key in keys:
                 bisect.insort(self._seqs.setdefault(key, []), (stamp, note_id))
                 self._generation[key] = self._generation.get(key, 0) + 1
@@ -76,7 +81,7 @@ class Timeline:
         for note_id, project, created, session in items:
             stamp = parse_timestamp(created)
             if stamp is not None:
-                keys = _keys(project, session)
+                keys = self._keys(project, session)
                 for key in keys:
                     seqs.setdefault(key, []).append((stamp, note_id))
                 where[note_id] = (keys, stamp)
