@@ -8,6 +8,7 @@ each maintenance and at close); the table is derived state like every other inde
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from vaultmem.index.embedder import Embedder
 from vaultmem.index.records import sql_in, sql_literal, text_hash
 from vaultmem.index.search import run_async
 
-__all__ = ["TABLE", "EmbeddingCache"]
+__all__ = ["TABLE", "EmbeddingCache", "table_in"]
 
 #: The cache's table under ``<state_dir>/lancedb``.
 TABLE = "embeddings"
@@ -27,6 +28,14 @@ TABLE = "embeddings"
 FLUSH_AT = 256
 #: Hashes looked up at once beyond which one scan of the table beats queries by hash.
 BULK_LOOKUP = 4096
+
+
+def table_in(folder: Path) -> Any | None:
+    """The embedding cache table of the index folder ``folder`` (opened to read), or None."""
+    import lancedb
+
+    db = run_async(lancedb.connect_async(str(folder / "lancedb")))
+    return run_async(db.open_table(TABLE)) if TABLE in run_async(db.list_tables()).tables else None
 
 
 class EmbeddingCache:

@@ -39,6 +39,7 @@ from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema, cache, location
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
+from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
@@ -122,8 +123,16 @@ class NoteIndex:
         self._own_version: int | None = None  # the notes table's version after our last write
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
-        window = (fusion or FusionConfig()).context_window_s
-        self._maker = VectorMaker(self._cache, self.mirror, self.timeline, window)
+        config = fusion or FusionConfig()
+        self.episodes = Episodes(self.timeline, self.mirror)
+        self._maker = VectorMaker(
+            self._cache,
+            self.mirror,
+            self.timeline,
+            config.context_window_s,
+            self.episodes,
+            config.coherence_floor,
+        )
         #: Notes stored since the index opened (reindex progress; the embedding cache counts texts).
         self.notes_stored = 0
         repairs = self._load_notes()
@@ -134,11 +143,12 @@ class NoteIndex:
         self.searcher = HybridSearcher(
             mirror=self.mirror,
             timeline=self.timeline,
+            episodes=self.episodes,
             embedder=embedder,
             table=lambda: self._notes,
             ready=self.wait_for_writes,
             stale=self.needs_rebuild,
-            fusion=fusion or FusionConfig(),
+            fusion=config,
             calibration=calibration or RelevanceCalibration(),
         )
 
@@ -305,8 +315,7 @@ class NoteIndex:
 
     @property
     def texts_embedded(self) -> int:
-        """Texts (notes and windows of long notes) the embedder embedded since the index opened:
-        every other vector came from the embedding cache."""
+        """Texts (notes, windows of long notes) embedded since the index opened, not from the cache."""
         return self._cache.embedded
 
     def _apply(self, batch: list[WriteOp]) -> None:
@@ -554,12 +563,9 @@ class NoteIndex:
         """Copy the embedding cache of the index folder ``folder`` (read only) into this one's, so
         a full rebuild embeds nothing the current index had embedded; returns the rows copied."""
         with _lance_errors(f"read the embedding cache of {folder}"):
-            other = run_async(lancedb.connect_async(str(folder / "lancedb")))
-            if cache.TABLE not in run_async(other.list_tables()).tables:
-                return 0
-            table = run_async(other.open_table(cache.TABLE))
+            table = cache.table_in(folder)
             with self.apply_lock:
-                return self._cache.copy_from(table)
+                return 0 if table is None else self._cache.copy_from(table)
 
     def flush_cache(self) -> None:
         """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""

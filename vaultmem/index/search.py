@@ -73,6 +73,7 @@ class HybridSearcher:
         *,
         mirror: NoteMirror,
         timeline: Timeline,
+        episodes: Episodes,
         embedder: Embedder,
         table: Callable[[], Any],
         ready: Callable[[], None],
@@ -82,7 +83,7 @@ class HybridSearcher:
     ) -> None:
         self.mirror = mirror
         self.timeline = timeline
-        self.episodes = Episodes(timeline, mirror)
+        self.episodes = episodes
         self.embedder = embedder
         self._table = table  # LanceDB's asynchronous handle of the notes table, as it is now
         self._ready = ready  # waits for the writes queued before the read
