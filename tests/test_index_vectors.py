@@ -76,22 +76,3 @@ def test_a_long_note_is_embedded_window_by_window_and_an_edit_at_its_end_re_embe
     index.wait_for_writes()
     assert len(embedder.embedded) == 1 and embedder.embedded[0].endswith("closing")
     index.close()
-
-
-def test_a_session_whose_notes_are_no_more_alike_in_order_than_at_random_gets_no_headers(
-    tmp_path: Path,
-) -> None:
-    """An import in one session: every note like every other (a template), none more like the
-    next one than any other, so the order carries nothing a header could add."""
-    embedder = CountingEmbedder()
-    index = NoteIndex(tmp_path / "state", embedder)
-    topics = ["harbour", "quartz", "meadow", "lantern", "copper", "violet", "saddle", "orchid"]
-    rows = [
-        note(20 + n, f"weekly status report for team alpha, about the {topic}", session="import",
-             created=f"2025-01-01T10:00:{n:02d}+00:00")
-        for n, topic in enumerate(topics)
-    ]  # fmt: skip
-    index.upsert(rows)
-    index.wait_for_writes()
-    assert not any(t.count("weekly status report") > 1 for t in embedder.embedded)
-    index.close()

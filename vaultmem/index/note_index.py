@@ -125,14 +125,7 @@ class NoteIndex:
         self.timeline = Timeline()
         config = fusion or FusionConfig()
         self.episodes = Episodes(self.timeline, self.mirror)
-        self._maker = VectorMaker(
-            self._cache,
-            self.mirror,
-            self.timeline,
-            config.context_window_s,
-            self.episodes,
-            config.coherence_floor,
-        )
+        self._maker = VectorMaker(self._cache, self.mirror, self.timeline, config.context_window_s)
         #: Notes stored since the index opened (reindex progress; the embedding cache counts texts).
         self.notes_stored = 0
         repairs = self._load_notes()

@@ -12,11 +12,12 @@ A **short note written in a session** (fewer than :data:`SHORT_WORDS` words) is 
 the note its session wrote just before ("Yes, every Sunday!" after "Do you still run?"), which
 is what a query asks about. Such a note is embedded with that predecessor's first
 :data:`HEADER_WORDS` words after its own text (a contextual header), when the two are alike
-(plain cosine at least :data:`HEADER_FLOOR`) and the session's notes follow each other (its order
-is coherent, :mod:`vaultmem.index.episodes`: not four writers taking turns, not an import):
-measured in docs/benchmarks.md, never built from time neighbours (another writer's note would
-poison it) nor for a note without a session. When a note is added or its text changes, the short
-note its session wrote next is embedded again.
+(plain cosine at least :data:`HEADER_FLOOR`): measured in docs/benchmarks.md, never built from
+time neighbours (another writer's note would poison it) nor for a note without a session. When a
+note is added, edited or deleted, the short note its session wrote next is embedded again, so a
+note's vector depends on the vault alone, not on the order its notes were indexed in (a rebuild
+gives the same vectors; the session's coherence is not asked, since it changes as the session
+grows and would make the vector depend on when the note was embedded).
 """
 
 from __future__ import annotations
@@ -30,10 +31,9 @@ import numpy.typing as npt
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.chunk_matrix import Spans
 from vaultmem.index.chunking import chunk_texts
-from vaultmem.index.episodes import MIN_PAIRS, Episodes
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import NoteRecord, embedding_text
-from vaultmem.index.timeline import SequenceKey, Timeline
+from vaultmem.index.timeline import Timeline
 
 __all__ = ["HEADER_FLOOR", "HEADER_WORDS", "SHORT_WORDS", "NoteVectors", "VectorMaker", "windows_of"]
 
@@ -81,9 +81,6 @@ class VectorMaker:
     timeline: Timeline
     #: An episode's consecutive notes are at most this far apart (s): the predecessor's window.
     window_s: float
-    #: Whether a session's order holds (its consecutive notes alike), and the floor for it.
-    episodes: Episodes
-    coherence_floor: float
 
     def predecessor(self, record: NoteRecord, batch: dict[str, NoteRecord]) -> NoteRecord | None:
         """The note ``record``'s session wrote just before it (the timeline holds the batch)."""
@@ -136,37 +133,14 @@ class VectorMaker:
         return out
 
     def _headers(self, records: Sequence[NoteRecord], batch: dict[str, NoteRecord]) -> dict[str, str]:
-        """``{id: text with header}`` for the short notes of ``records`` whose predecessor is alike,
-        in a session whose order is coherent (judged from this batch's plain vectors when it holds
-        enough of the session, as a bulk load does; else from the index's statistics)."""
+        """``{id: text with header}`` for the short notes of ``records`` whose predecessor is alike."""
         pairs = [(r, p) for r in records if (p := self.predecessor(r, batch)) is not None]
         if not pairs:
             return {}
         plain = self.cache.vectors_for([embedding_text(x) for pair in pairs for x in pair])
-        alike = np.einsum("ij,ij->i", plain[0::2], plain[1::2])
-        by_session: dict[SequenceKey, list[int]] = {}
-        for n, (record, _) in enumerate(pairs):
-            keys = self.timeline.keys_of(record.id)
-            if keys is not None:
-                by_session.setdefault(keys[0], []).append(n)
-        ids = [x.id for pair in pairs for x in pair]
-        coherent = {key: self._coherent(key, rows, ids, plain, alike) for key, rows in by_session.items()}
         out: dict[str, str] = {}
         for n, (record, before) in enumerate(pairs):
-            keys = self.timeline.keys_of(record.id)
-            if keys is not None and coherent[keys[0]] and float(alike[n]) >= HEADER_FLOOR:
+            if float(plain[2 * n] @ plain[2 * n + 1]) >= HEADER_FLOOR:
                 header = " ".join(before.text.split()[:HEADER_WORDS])
                 out[record.id] = f"{embedding_text(record)}\n{header}"
         return out
-
-    def _coherent(
-        self, key: SequenceKey, rows: list[int], ids: list[str], plain: Vector, alike: npt.NDArray[np.float32]
-    ) -> bool:
-        """Whether the session's consecutive notes are more alike than two of its notes at random."""
-        if len(rows) <= MIN_PAIRS:
-            return self.episodes.coherent(key, self.coherence_floor)
-        at = {ids[2 * n + side]: 2 * n + side for n in rows for side in (0, 1)}  # each note once
-        vectors = plain[sorted(at.values())]
-        total, k = vectors.sum(axis=0), len(vectors)
-        baseline = float((total @ total - np.einsum("ij,ij->", vectors, vectors)) / (k * (k - 1)))
-        return float(alike[rows].mean()) - baseline >= self.coherence_floor
