@@ -126,8 +126,7 @@ class NoteIndex:
         config = fusion or FusionConfig()
         self.episodes = Episodes(self.timeline, self.mirror)
         self._maker = VectorMaker(self._cache, self.mirror, self.timeline, config.context_window_s)
-        #: Notes stored since the index opened (reindex progress; the embedding cache counts texts).
-        self.notes_stored = 0
+        self.notes_stored = 0  # since the index opened (reindex progress; the cache counts texts)
         repairs = self._load_notes()
         self._maintenance = Maintenance(self, threshold=maintenance_threshold)
         self._writes = WriteQueue(self._apply)
@@ -553,8 +552,7 @@ class NoteIndex:
         return found
 
     def seed_cache(self, folder: Path) -> int:
-        """Copy the embedding cache of the index folder ``folder`` (read only) into this one's, so
-        a full rebuild embeds nothing the current index had embedded; returns the rows copied."""
+        """Copy (read only) ``folder``'s embedding cache into this one's; returns the rows copied."""
         with _lance_errors(f"read the embedding cache of {folder}"):
             table = cache.table_in(folder)
             with self.apply_lock:
