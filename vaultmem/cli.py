@@ -213,16 +213,19 @@ def cmd_blame(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(label: str) -> Callable[[int, int], None]:
-    """A progress bar on standard error (only when it is a terminal)."""
+def _progress(label: str) -> Callable[[int, int, int], None]:
+    """A progress bar of notes and chunks on standard error (only when it is a terminal)."""
     interactive = sys.stderr.isatty()
+    last: list[tuple[int, int, int]] = []  # the state drawn last (the index is polled while it works)
 
-    def show(done: int, total: int) -> None:
-        if not interactive or total <= 0:
+    def show(done: int, total: int, chunks: int) -> None:
+        if not interactive or total <= 0 or last == [(done, total, chunks)]:
             return
+        last[:] = [(done, total, chunks)]
         width = 30
         filled = int(width * done / total)
-        sys.stderr.write(f"\r{label} [{'#' * filled}{' ' * (width - filled)}] {done}/{total}")
+        bar = f"[{'#' * filled}{' ' * (width - filled)}]"
+        sys.stderr.write(f"\r{label} {bar} {done}/{total} notes, {chunks} chunks embedded")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -262,7 +265,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     print(
         f"index: {rows} notes ({len(report.indexed)} indexed, {len(report.removed)} removed, "
-        f"{report.unchanged} unchanged) in {elapsed:.1f}s"
+        f"{report.unchanged} unchanged) in {elapsed:.1f}s; {report.embedded} chunks embedded"
     )
     for _path, problem in sorted(report.malformed.items()):
         print(f"skipped malformed note: {problem}", file=sys.stderr)

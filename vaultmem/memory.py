@@ -567,7 +567,7 @@ class Memory:
             return rebuild_index(
                 self.settings, ctx.layout, ctx.catalog, embedder_for(self.settings), progress
             )
-        report = self.reconcile(progress)
+        report = self._kept().reconcile(progress, wait=True)
         return report, ctx.index.count()
 
     @staticmethod

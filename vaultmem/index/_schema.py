@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,11 @@ import numpy.typing as npt
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
+from vaultmem.errors import IndexError_
 from vaultmem.index.records import NoteRecord
+
+#: A note's chunks beyond its first window: body spans ``(m, 2)`` and vectors ``(m, dim)``.
+Chunks = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
 
 RECORD_COLUMNS = (
     "id",
@@ -24,16 +29,24 @@ RECORD_COLUMNS = (
     "content_hash",
     "created",
     "updated",
+    "session",
 )
 
 
 def notes_schema(dim: int) -> pa.Schema:
     """The ``notes`` table: the record, the BM25 text and the vector."""
-    fields = [pa.field(name, pa.string(), nullable=name == "project") for name in RECORD_COLUMNS]
+    fields = [pa.field(name, pa.string(), nullable=name in ("project", "session")) for name in RECORD_COLUMNS]
     fields[RECORD_COLUMNS.index("tags")] = pa.field("tags", pa.list_(pa.string()), nullable=False)
     fields.append(pa.field("search_text", pa.string(), nullable=False))
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))
+    # A long note's windows beyond the first: body spans (start, end, start, end, ...) and vectors.
+    fields.append(pa.field("chunk_spans", pa.list_(pa.int32()), nullable=False))
+    fields.append(pa.field("chunk_vectors", pa.list_(pa.list_(pa.float32(), dim)), nullable=False))
     return pa.schema(fields)
+
+
+#: The notes table's columns of a long note's chunks (absent from tables of an older layout).
+CHUNK_COLUMNS = ("chunk_spans", "chunk_vectors")
 
 
 def cache_schema() -> pa.Schema:
@@ -64,13 +77,59 @@ async def create_note_indices(table: Any) -> None:
     await table.create_index("status", config=Bitmap())
 
 
-def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.float32]) -> dict[str, Any]:
+def note_row(
+    record: NoteRecord,
+    text_for_search: str,
+    vector: npt.NDArray[np.float32],
+    chunk_spans: npt.NDArray[np.int32],
+    chunk_vectors: npt.NDArray[np.float32],
+) -> dict[str, Any]:
     """One ``notes`` row."""
     row: dict[str, Any] = {name: getattr(record, name) for name in RECORD_COLUMNS}
     row["tags"] = list(record.tags)
     row["search_text"] = text_for_search
     row["vector"] = vector
+    row["chunk_spans"] = chunk_spans.reshape(-1).tolist()
+    row["chunk_vectors"] = list(chunk_vectors)
     return row
+
+
+def chunks_from_table(
+    table: pa.Table, dim: int
+) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
+    """Each row's chunk spans (``(m, 2)``) and vectors (``(m, dim)``), from the chunk columns."""
+    spans = table["chunk_spans"].combine_chunks()
+    vectors = table["chunk_vectors"].combine_chunks()
+    span_at = spans.offsets.to_numpy()
+    vec_at = vectors.offsets.to_numpy()
+    span_values = spans.flatten().to_numpy(zero_copy_only=False).astype(np.int32).reshape(-1, 2)
+    vec_values = vectors.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    none = (np.zeros((0, 2), dtype=np.int32), np.zeros((0, dim), dtype=np.float32))
+    out = []
+    for i in range(table.num_rows):
+        a, b = int(vec_at[i] - vec_at[0]), int(vec_at[i + 1] - vec_at[0])
+        if a == b:
+            out.append(none)
+            continue
+        s, e = int(span_at[i] - span_at[0]) // 2, int(span_at[i + 1] - span_at[0]) // 2
+        out.append((span_values[s:e], vec_values[a:b]))
+    return out
+
+
+def notes_from_table(
+    table: pa.Table, dim: int, with_vectors: bool, meta: Path
+) -> tuple[list[NoteRecord], npt.NDArray[np.float32], list[Chunks] | None]:
+    """The records, vectors and chunks of a ``notes`` table read whole (zero vectors and no chunks
+    when ``with_vectors`` is off: the table was built by another model or layout)."""
+    records = records_from_table(table)
+    if with_vectors and table.schema.field("vector").type.list_size != dim:
+        raise IndexError_(
+            f"the stored vectors are {table.schema.field('vector').type.list_size} wide but {meta} says {dim}"
+        )
+    if not (with_vectors and records):
+        return records, np.zeros((len(records), dim), dtype=np.float32), None
+    vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
+    return records, vectors, chunks_from_table(table, dim)
 
 
 def records_from_table(table: pa.Table) -> list[NoteRecord]:
@@ -86,7 +145,11 @@ def records_from_table(table: pa.Table) -> list[NoteRecord]:
     def share(values: list[Any]) -> list[Any]:
         return [v if v is None else shared.setdefault(v, v) for v in values]
 
-    columns = {name: table[name].to_pylist() for name in RECORD_COLUMNS}
+    present = set(table.schema.names)
+    columns = {
+        name: table[name].to_pylist() if name in present else [None] * table.num_rows
+        for name in RECORD_COLUMNS
+    }
     for name in ("status", "kind", "project"):
         columns[name] = share(columns[name])
     columns["tags"] = [tuple(t or ()) for t in columns["tags"]]

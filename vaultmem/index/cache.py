@@ -8,6 +8,7 @@ each maintenance and at close); the table is derived state like every other inde
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from vaultmem.index.embedder import Embedder
 from vaultmem.index.records import sql_in, sql_literal, text_hash
 from vaultmem.index.search import run_async
 
-__all__ = ["TABLE", "EmbeddingCache"]
+__all__ = ["TABLE", "EmbeddingCache", "table_in"]
 
 #: The cache's table under ``<state_dir>/lancedb``.
 TABLE = "embeddings"
@@ -27,6 +28,14 @@ TABLE = "embeddings"
 FLUSH_AT = 256
 #: Hashes looked up at once beyond which one scan of the table beats queries by hash.
 BULK_LOOKUP = 4096
+
+
+def table_in(folder: Path) -> Any | None:
+    """The embedding cache table of the index folder ``folder`` (opened to read), or None."""
+    import lancedb
+
+    db = run_async(lancedb.connect_async(str(folder / "lancedb")))
+    return run_async(db.open_table(TABLE)) if TABLE in run_async(db.list_tables()).tables else None
 
 
 class EmbeddingCache:
@@ -40,6 +49,8 @@ class EmbeddingCache:
         self.embedder = embedder
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._known: set[str] | None = None
+        #: Texts embedded (not found in the cache) since the cache was made.
+        self.embedded = 0
 
     def forget_known(self) -> None:
         """Forget which hashes the table holds (another folder was opened)."""
@@ -52,6 +63,7 @@ class EmbeddingCache:
         missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
         if missing:
             embedded = self.embedder.embed([t for _, t in missing])
+            self.embedded += len(missing)
             fresh = {h: vec for (h, _), vec in zip(missing, embedded, strict=True)}
             found.update(fresh)
             self.remember(fresh)
@@ -109,6 +121,18 @@ class EmbeddingCache:
             rows = run_async(self.table.query().where(where).select(["text_hash"]).to_arrow())
             self._known = set(rows["text_hash"].to_pylist())
         return self._known
+
+    def copy_from(self, other: Any) -> int:
+        """Take in the vectors of this model that another cache table holds (a full rebuild's new
+        folder starts from the current folder's cache); returns how many rows were new here."""
+        where = f"model_id = {sql_literal(self.embedder.model_id)}"
+        rows = run_async(other.query().where(where).select(["model_id", "text_hash", "vector"]).to_arrow())
+        known = self._known_hashes()
+        fresh = rows.filter(pa.array([h not in known for h in rows["text_hash"].to_pylist()], pa.bool_()))
+        if fresh.num_rows:
+            run_async(self.table.add(fresh.cast(_schema.cache_schema())))
+            known.update(fresh["text_hash"].to_pylist())
+        return int(fresh.num_rows)
 
     def flush(self) -> None:
         """Write the queued vectors to the table."""

@@ -44,6 +44,9 @@ class NoteRecord:
     content_hash: str
     created: str
     updated: str
+    #: The writing session (``source.session``: the MCP session that wrote the note), None for
+    #: notes written by hand or at the CLI; the context step links a session's notes in order.
+    session: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,12 @@ class SearchHit:
     similarity: float | None = None
     relevance: float | None = None
     low_confidence: bool = False
+    #: The body span of the long note's window that matched best (None: its start, or a short
+    #: note): where a snippet should come from.
+    span: tuple[int, int] | None = None
+    #: The score on the cross-query scale (:mod:`vaultmem.index.calibration`): a strong match near
+    #: 1, the best hit of an unrelated query low; None for a single leg's answer.
+    calibrated: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,10 +134,12 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 def search_text(record: NoteRecord) -> str:
-    """The text the full-text (BM25) leg indexes: title, body and tags."""
+    """The text the full-text (BM25) leg indexes: title, body, tags, and the title again (a
+    title's words count twice: field weighting, measured in docs/benchmarks.md)."""
     parts = [record.title, record.text]
     if record.tags:
         parts.append(" ".join(record.tags))
+    parts.append(record.title)
     return "\n".join(p for p in parts if p)
 
 

@@ -492,7 +492,7 @@ class PastView:
             similarities = {ids[r]: s for r, s in extra.items()}
             fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=similarities)
         adjacency = {
-            f.id: [store.versions[n].record.id for n in neighbours(row_of[f.id], window)] for f in fused
+            f.id: [(1, store.versions[n].record.id) for n in neighbours(row_of[f.id], window)] for f in fused
         }
         return propagate_context(fused, adjacency, self.fusion.context_weight)
 

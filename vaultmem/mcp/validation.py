@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,7 +70,10 @@ class ToolServer(MCPServer[Any]):
 def _caller(context: Context[Any, Any] | None) -> Caller:
     """Who makes this call: the agent its bearer token names (HTTP), with the client's declared
     ``name/version`` and the MCP session. Over stdio there is no token: the process is the host's
-    own, and the agent is the name its client declares (``mcp`` when it declares none)."""
+    own, and the agent is the name its client declares (``mcp`` when it declares none). A client
+    of the stateless protocol (2026-07-28) opens no session; its HTTP connection stands in for one
+    (a client's calls in a burst share a kept-alive connection), so the notes it writes in one go
+    still read as one writer's sequence (the ranking's episodes)."""
     try:
         request_context = context.request_context if context is not None else None
     except ValueError:  # no request behind the context (a call made in process)
@@ -80,6 +84,9 @@ def _caller(context: Context[Any, Any] | None) -> Caller:
     client = _printable(f"{info.name}/{info.version}") if info is not None else None
     headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers else None
+    peer = getattr(request, "client", None)
+    if session is None and peer is not None:  # a stateless client: its connection stands in
+        session = f"connection {_BOOT} {peer.host}:{peer.port}"
     agent = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY)
     if agent is not None:
         return Caller(agent[0], client=client, session=session, email=agent[1])
@@ -110,6 +117,10 @@ def _saying_redacted(result: CallToolResult, redacted: list[dict[str, object]]) 
         text = json.dumps(structured, ensure_ascii=False)
     content = [TextContent(type="text", text=text), *result.content[1:]]
     return result.model_copy(update={"structured_content": structured, "content": content})
+
+
+#: Tells one run's connections from another's (ports are reused).
+_BOOT = secrets.token_hex(8)
 
 
 def _origin(exc: BaseException) -> BaseException:

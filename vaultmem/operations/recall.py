@@ -418,8 +418,10 @@ def _scores(c: _Candidate) -> dict[str, float]:
             scores["distance"] = round(1.0 - hit.similarity, 6)
         if hit.bm25_score is not None:
             scores["bm25_score"] = round(hit.bm25_score, 6)
-        if hit.relevance is not None:
-            scores["relevance"] = round(hit.relevance, 6)
+        # The cross-query score of the hybrid (docs/tools.md), else the calibrated cosine.
+        relevance = hit.calibrated if hit.calibrated is not None else hit.relevance
+        if relevance is not None:
+            scores["relevance"] = round(relevance, 6)
     if c.recency is not None:
         scores["recency_score"] = round(c.recency, 6)
     scores["final_score"] = round(c.score, 6)

@@ -175,7 +175,7 @@ class Search:
         # total: the matches found (after the relevance gate), which may exceed what `limit` returns.
         total = max(len(hits), result.total - result.filtered_out) if req.scope != "global" else len(hits)
         return SearchResult(
-            results=[shape(h.record, h.score) for h in hits[: req.limit]], total=total, cursor=None
+            results=[shape(h.record, _score(h), h.span) for h in hits[: req.limit]], total=total, cursor=None
         )
 
     def check_kind_filter(self, kind: str | None) -> None:
@@ -197,12 +197,14 @@ class Search:
         )
 
 
-def snippet(body: str) -> str:
-    """The first 200 characters of the body, whitespace collapsed."""
-    return " ".join(body.split())[:SNIPPET_CHARS]
+def snippet(body: str, span: tuple[int, int] | None = None) -> str:
+    """200 characters of the body, whitespace collapsed: from its start, or from the start of the
+    window of a long note that matched (``span``)."""
+    start = 0 if span is None else max(0, min(span[0], len(body)))
+    return " ".join(body[start:].split())[:SNIPPET_CHARS]
 
 
-def shape(record: NoteRecord, score: float) -> SearchHit:
+def shape(record: NoteRecord, score: float, span: tuple[int, int] | None = None) -> SearchHit:
     return SearchHit(
         id=record.id,
         slug=record.slug,
@@ -210,8 +212,13 @@ def shape(record: NoteRecord, score: float) -> SearchHit:
         status=record.status,
         kind=record.kind,
         tags=visible_tags(record.tags),
-        snippet=snippet(record.text),
+        snippet=snippet(record.text, span),
     )
+
+
+def _score(hit: records.SearchHit) -> float:
+    """``memory_search``'s score: the cross-query one (what 0.5 means: docs/tools.md)."""
+    return hit.score if hit.calibrated is None else hit.calibrated
 
 
 def filters_for(req: SearchRequest) -> SearchFilters:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,14 @@ class NewNote:
     grow_from: tuple[str, ...] | None = None
 
 
+def session_tag() -> str | None:
+    """The writing session of the call being served, as stored in a note's ``source.session``: the
+    first 12 hex digits of the sha256 of the MCP session id (the id itself is never written); None
+    outside an MCP session (the CLI, hand edits, the daemon's own work)."""
+    session = caller.current().session
+    return hashlib.sha256(session.encode("utf-8")).hexdigest()[:12] if session else None
+
+
 def plan_new_note(ctx: Context, draft: Draft, new: NewNote, now: dt.datetime) -> str:
     """Put a new note into ``draft``; return its vault path (the one create path).
 
@@ -84,6 +93,9 @@ def plan_new_note(ctx: Context, draft: Draft, new: NewNote, now: dt.datetime) ->
         fields["tags"] = []
     if who is not INTERNAL:  # the note's source names the agent (or the CLI's user) who wrote it
         fields["source"] = {**_mapping(fields.get("source")), "agent": who.agent}
+    session = session_tag()
+    if session is not None:  # the episode this note belongs to (the ranking's context step)
+        fields["source"] = {**_mapping(fields.get("source")), "session": session}
     rel = f"{new.directory}/{slug}.md"
     draft.put(rel, new_note_text(fields, new.content), new.action, create=True)
     return rel

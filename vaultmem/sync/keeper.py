@@ -62,7 +62,9 @@ class IndexKeeper:
         # Opening the writer has just scanned the catalog: the first reconcile need not again.
         self._catalog_fresh = True
 
-    def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
+    def reconcile(
+        self, progress: Progress | None = None, *, rescan_vault: bool = True, wait: bool = False
+    ) -> ReconcileReport:
         """Make the index equal the vault (the catalog is rescanned first unless told not to).
 
         Only the catalog rescan holds the write lock (decisions must not see it half built); the
@@ -73,9 +75,13 @@ class IndexKeeper:
             with self.writer.paused():
                 self.catalog.scan()
         self._catalog_fresh = False
+        embedded = self.index.texts_embedded
         if self.index.needs_rebuild():
             self.index.rebuild()
-        report = reconcile(self.layout, self.catalog, self.index, progress=progress, edges=self.graph)
+        report = reconcile(
+            self.layout, self.catalog, self.index, progress=progress, edges=self.graph, wait=wait
+        )
+        report.embedded = self.index.texts_embedded - embedded
         try:  # rows earlier processes left out of the full-text index (see maintain_if_behind);
             # at start any lag, so the index a start (or a crash recovery) leaves ranks exactly as
             # a fresh build would; later rescans only when it matters
@@ -161,7 +167,10 @@ def rebuild_index(
     try:
         index = NoteIndex(folder, embedder, calibration=calibration_for(settings))
         try:
-            report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog))
+            previous = location.current(settings.state_dir)
+            if previous != folder and (previous / "lancedb").is_dir():
+                index.seed_cache(previous)  # embeds nothing the current index had embedded
+            report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog), wait=True)
             index.maintenance()  # every row in the full-text index before anyone searches it
             rows = index.count()
         finally:

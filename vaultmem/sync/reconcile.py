@@ -22,7 +22,9 @@ from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy
 from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
-Progress = Callable[[int, int], None]
+#: ``(notes indexed, notes to index, chunks embedded)``: a chunk is a text the model embedded (a
+#: short note, or one window of a long one); whatever the cache held is not counted.
+Progress = Callable[[int, int, int], None]
 #: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
 CONFLICT_COPY_TAG = "conflict-copy"
 
@@ -39,6 +41,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
     tags = (*note.tags, *(t for t in body_tags if t not in note.tags))
     if is_conflict_copy(note.path):
         tags = (*tags, CONFLICT_COPY_TAG)
+    session = note.source.get("session")
     return NoteRecord(
         id=note_id,
         path=note.path,
@@ -52,6 +55,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
         content_hash=note.content_hash,
         created=note.created or "",
         updated=note.updated or note.created or "",
+        session=session if isinstance(session, str) and session else None,
     )
 
 
@@ -77,6 +81,8 @@ class ReconcileReport:
     removed: list[str] = field(default_factory=list)
     malformed: dict[str, str] = field(default_factory=dict)
     unchanged: int = 0
+    #: Chunks the embedder embedded while it ran (0: every vector came from the embedding cache).
+    embedded: int = 0
 
     @property
     def changed(self) -> bool:
@@ -91,12 +97,21 @@ def reconcile(
     batch: int = 128,
     progress: Progress | None = None,
     edges: EdgeGraph | None = None,
+    wait: bool = False,
 ) -> ReconcileReport:
     """Bring the index to the vault's state: upsert changed paths, delete vanished ones.
 
     The catalog must be current (``catalog.scan()`` compares mtime and size, then parses what
     changed); this compares its content hashes with the index's and re-reads only the differences.
+    The index embeds in the background; ``wait`` returns once it has (``progress`` is told how
+    far the index writer got, in notes and chunks, as it goes).
     """
+    stored, embedded = index.notes_stored, index.texts_embedded
+
+    def tell(total: int) -> None:
+        if progress:
+            progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
+
     report = ReconcileReport(malformed=dict(catalog.problems))
     indexed = index.path_hashes()
     wanted = {e.path: e.content_hash for e in catalog.entries()}
@@ -110,7 +125,6 @@ def reconcile(
         report.removed.extend(gone)
     total = len(stale)
     pending: list[NoteRecord] = []
-    done = 0
     for rel in stale:
         try:
             note = read_note(layout, rel)
@@ -120,17 +134,17 @@ def reconcile(
         pending.append(record_for(note, catalog))
         if len(pending) >= batch:
             index.upsert(pending)
-            done += len(pending)
             report.indexed.extend(r.path for r in pending)
             pending = []
-            if progress:
-                progress(done, total)
+            tell(total)
     if pending:
         index.upsert(pending)
-        done += len(pending)
         report.indexed.extend(r.path for r in pending)
-    if progress:
-        progress(done, total)
+    total = len(report.indexed)
+    while wait and not index.writes_done(0.25):
+        tell(total)
+    tell(total)
+    report.embedded = index.texts_embedded - embedded
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
     if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
