@@ -18,7 +18,14 @@ from vaultmem.index.embedder import Embedder
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.opening import calibration_for
 from vaultmem.sync.graph import EdgeGraph
-from vaultmem.sync.reconcile import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.reconcile import (
+    IndexListener,
+    Progress,
+    ReconcileReport,
+    reconcile,
+    reconcile_paths,
+    sync_path,
+)
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.layout import VaultLayout
@@ -83,6 +90,11 @@ class IndexKeeper:
         except IndexError_ as exc:
             log.warning("%s", exc)
         return report
+
+    def reconcile_paths(self, paths: list[str]) -> ReconcileReport:
+        """Make the index equal the vault for ``paths`` (a sync round's incoming notes; the catalog
+        already read them)."""
+        return reconcile_paths(self.layout, self.catalog, self.index, paths, edges=self.graph)
 
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).

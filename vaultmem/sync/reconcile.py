@@ -98,8 +98,44 @@ def reconcile(
     changed); this compares its content hashes with the index's and re-reads only the differences.
     """
     report = ReconcileReport(malformed=dict(catalog.problems))
-    indexed = index.path_hashes()
     wanted = {e.path: e.content_hash for e in catalog.entries()}
+    _bring_up_to_date(layout, catalog, index, wanted, index.path_hashes(), report, batch, progress, edges)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
+    return report
+
+
+def reconcile_paths(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    paths: list[str],
+    *,
+    batch: int = 128,
+    edges: EdgeGraph | None = None,
+) -> ReconcileReport:
+    """:func:`reconcile` for ``paths`` only: what a sync round's merge changed, from its diff, so
+    1,000 incoming notes cost 1,000 reads, not a walk of the vault. The catalog must be current for
+    them (the round refreshes it under the write lock)."""
+    report = ReconcileReport(malformed={p: catalog.problems[p] for p in paths if p in catalog.problems})
+    wanted = {p: e.content_hash for p in paths if (e := catalog.by_path(p)) is not None}
+    indexed = index.path_hashes_for(paths)
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges)
+    return report
+
+
+def _bring_up_to_date(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    wanted: dict[str, str],
+    indexed: dict[str, str],
+    report: ReconcileReport,
+    batch: int,
+    progress: Progress | None,
+    edges: EdgeGraph | None,
+) -> None:
+    """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted."""
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
     stale += _untagged(catalog, index, set(stale))
     gone = [p for p in indexed if p not in wanted]
@@ -133,9 +169,6 @@ def reconcile(
         progress(done, total)
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
-    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
-        index.settle_failed_writes(wanted)
-    return report
 
 
 def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:

@@ -9,12 +9,14 @@ forever. Commit subjects name what changed (:func:`names_in_subject`, :func:`han
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import socket
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from vaultmem.caller import Caller
@@ -98,6 +100,10 @@ class CommitWriter:
         self._thread: threading.Thread | None = None
         self._retry: list[_Job] = []
         self.commits = 0
+        #: Held around every commit (the vault's writer passes its commit gate, so no commit lands
+        #: while a sync round merges); told after every commit that landed (automatic sync rounds).
+        self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        self.on_commit: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if self._thread is None:
@@ -167,6 +173,7 @@ class CommitWriter:
 
     def _commit(self, jobs: list[_Job]) -> None:
         real = [j for j in jobs if j.paths]
+        before = self.commits
         runs: list[list[_Job]] = []
         for job in real:  # consecutive writes of one author share a commit; order is kept
             if runs and runs[-1][0].author == job.author:
@@ -189,9 +196,16 @@ class CommitWriter:
         for job in jobs:
             if not job.done.done():
                 job.done.set_result(None)
+        if self.commits > before:
+            self.on_commit()
 
     def _commit_run(self, run: list[_Job]) -> None:
-        """One commit of ``run``'s paths, all written by one author."""
+        """One commit of ``run``'s paths, all written by one author (never while a sync round
+        merges: the gate)."""
+        with self.gate():
+            self._commit_under_gate(run)
+
+    def _commit_under_gate(self, run: list[_Job]) -> None:
         author = run[0].author
         paths = [p for j in run for p in j.paths]
         if len(run) == 1:
