@@ -1,0 +1,130 @@
+"""The sync round wired into an open vault (issue 17, phase 2): ``Memory.sync()`` runs the round
+through the vault's writer, the catalog and the index read what it brought in, and a start finishes
+a round a kill interrupted before anything else is committed."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from layers import parts, sync_path
+
+from tests.conftest import START, set_cap
+from tests.sync_harness import Cluster, Machine, status, tree
+from tests.test_sync_kill import diverge, run_round
+from vaultmem.config import Settings
+from vaultmem.errors import CapReached
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.memory import Memory, SearchRequest
+from vaultmem.vault.history import GitRepo
+from vaultmem.vault.merge_state import MARKER
+from vaultmem.vault.remote import VaultSync
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    made = Cluster(tmp_path)
+    yield made
+    made.close()
+
+
+def opened(machine: Machine, *, index: bool = False) -> Memory:
+    """A vault kept open across syncs (as a daemon keeps it), its commits made inline."""
+    settings = Settings.resolve(machine.root, durable=False, sync_interval=0, sync_debounce=0)
+    memory = Memory(
+        settings, clock=machine.clock, index=index, embedder=FakeEmbedder() if index else None,
+        background_commits=False,
+    )  # fmt: skip
+    machine.services.append(memory)
+    return memory
+
+
+def test_an_idempotency_key_used_on_another_machine_holds_right_after_the_sync(cluster: Cluster) -> None:
+    laptop, desktop = cluster.first("laptop"), cluster.clone("desktop")
+    here, there = opened(laptop), opened(desktop)  # the desktop's catalog predates the laptop's write
+    first = here.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    assert here.sync().ok
+    report = there.sync()
+    assert report.ok and any(c.path.endswith(f"{first['slug']}.md") for c in report.incoming)
+    again = there.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    assert again["deduplicated"] and again["id"] == first["id"]  # no second note on the desktop
+
+
+def test_the_daily_cap_counts_both_machines_notes_once_they_are_merged(cluster: Cluster) -> None:
+    laptop = cluster.first("laptop")
+    set_cap(laptop.root, 4)
+    assert laptop.sync().pushed_commits == 1
+    desktop = cluster.clone("desktop")
+    here, there = opened(laptop), opened(desktop)
+    for i in range(2):  # each machine under the cap on its own
+        here.append(f"Laptop note {i} about the kiln.", "reference")
+        there.append(f"Desktop note {i} about the loom.", "reference")
+    assert here.sync().ok and there.sync().ok and here.sync().ok
+    for memory in (here, there):
+        with pytest.raises(CapReached):
+            memory.append("One note too many today.", "reference")
+    tomorrow = START.replace(day=START.day + 1)
+    laptop.clock.set(tomorrow)
+    assert here.append("A new day, a new note.", "reference")["deduplicated"] is False
+
+
+def test_what_a_sync_brings_in_is_searchable_when_the_round_returns(cluster: Cluster) -> None:
+    laptop, desktop = cluster.first("laptop"), cluster.clone("desktop")
+    here = opened(laptop)
+    there = opened(desktop, index=True)
+    there.reconcile()
+    ids = [here.append(f"Incoming note {i}: the heron migrates north.", "reference")["id"] for i in range(12)]
+    assert here.sync().ok
+    report = there.sync()  # no watcher runs: only the round can have indexed them
+    assert report.ok and len(report.incoming) == 12
+    found = there.search(SearchRequest("heron migrates north", limit=20))
+    assert {hit["id"] for hit in found["results"]} == set(ids)
+
+
+def test_a_start_finishes_a_round_a_kill_left_mid_merge_before_committing_what_it_finds(
+    cluster: Cluster,
+) -> None:
+    """git refuses a commit of named paths while a merge is unfinished: the start used to fail
+    with "cannot do a partial commit during a merge"."""
+    laptop, desktop = diverge(cluster)
+    killed = run_round(laptop, "merged")
+    assert killed.returncode == -signal.SIGKILL
+    git_dir = GitRepo(laptop.root).git_dir
+    assert (git_dir / "MERGE_HEAD").exists() and (git_dir / MARKER).exists()
+    laptop.write("memory/semantic/typed-meanwhile.md", "Typed while vaultmem was down.\n")
+    memory = opened(laptop)  # the start: sweep, recover, then commit what it found
+    assert not (git_dir / "MERGE_HEAD").exists() and not (git_dir / MARKER).exists()
+    assert status(laptop) == ""
+    assert memory.sync().ok and opened(desktop).sync().ok
+    assert tree(laptop) == tree(desktop)
+    assert b"Typed while" in laptop.read("memory/semantic/typed-meanwhile.md")
+
+
+def test_a_note_a_merge_moved_to_a_new_name_keeps_its_id_whichever_path_is_read_first(
+    cluster: Cluster,
+) -> None:
+    """Two machines made a note at one path: the merge keeps the older there and gives this machine's
+    a new name. A watcher reads the changed paths in sorted order, the new name (``x-tag.md``) before
+    the old one (``x.md``): the id used to stay with the old path, the moved note was reported as a
+    copy with the same id, and the note now at the old path was never indexed."""
+    laptop, desktop = cluster.first("laptop"), cluster.clone("desktop")
+    memory = opened(laptop, index=True)
+    memory.reconcile()
+    # The desktop's note is the older (its UUIDv7 id): it keeps the path, the laptop's moves.
+    theirs = opened(desktop).append("Freeze merges first.", "reference", title="Release checklist")
+    mine = memory.append("Tag the release first.", "reference", title="Release checklist")
+    assert theirs["id"] < mine["id"]
+    assert opened(desktop).sync().ok
+    repo = GitRepo(laptop.root)
+    repo.git("fetch", "-q", "origin")
+    repo.git("merge", "-q", "--no-edit", "origin/main")  # a person's `git pull`: the driver merges
+    assert VaultSync(repo).recover()  # files the laptop's note by a new name
+    moved = next(p for p in tree(laptop) if p.startswith("memory/semantic/release-checklist-"))
+    for rel in sorted([moved, "memory/semantic/release-checklist.md"]):  # as the watcher takes them
+        sync_path(memory, rel)
+    assert parts(memory).catalog.problems == {}
+    assert memory.note(mine["id"]).path == moved and memory.note(theirs["id"]).path.endswith("checklist.md")
+    found = {h["id"] for h in memory.search(SearchRequest("release first", limit=10))["results"]}
+    assert {mine["id"], theirs["id"]} <= found
