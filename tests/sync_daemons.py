@@ -5,6 +5,7 @@ MCP client over HTTP), synced by ``vaultmem sync`` or by the daemon itself."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,17 @@ from reliability._support import ServeProcess
 from tests.conftest import git
 from tests.sync_harness import fsck, notes_with_markers, status, tree
 
-__all__ = ["Machine", "bare_remote", "fsck", "notes_with_markers", "settle", "status", "tree", "vaultmem"]
+__all__ = [
+    "Machine",
+    "bare_remote",
+    "closed_port_url",
+    "fsck",
+    "notes_with_markers",
+    "settle",
+    "status",
+    "tree",
+    "vaultmem",
+]
 
 T = TypeVar("T")
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
@@ -29,6 +40,14 @@ MANUAL = "sync_interval: 0\nsync_debounce: 0\n"
 
 def vaultmem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([VAULTMEM, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def closed_port_url() -> str:
+    """A remote on a loopback port nothing listens on: what an offline machine sees."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/vault.git"
 
 
 def bare_remote(path: Path) -> Path:

@@ -6,6 +6,8 @@ with the real embedding model and written through a real MCP client over HTTP, a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,22 @@ import pytest
 from mcp import Client
 from mcp_harness import wait_for
 from reliability._support import notes_by_id
-from sync_daemons import MANUAL, Machine, bare_remote, call, fsck, notes_with_markers, settle, status, tree
+from sync_daemons import (
+    MANUAL,
+    Machine,
+    bare_remote,
+    call,
+    closed_port_url,
+    fsck,
+    notes_with_markers,
+    settle,
+    status,
+    tree,
+)
 
+from tests.conftest import git
 from vaultmem.notes import frontmatter as fm
+from vaultmem.vault.merge_state import MARKER
 
 pytestmark = pytest.mark.model
 
@@ -31,12 +46,13 @@ def meta(machine: Machine, rel: str) -> dict[str, Any]:
     return dict(fm.parse((machine.root / rel).read_text(encoding="utf-8")).meta)
 
 
-def two_machines(tmp_path: Path) -> tuple[Path, Machine, Machine]:
+def two_machines(tmp_path: Path, settings: str = MANUAL) -> tuple[Path, Machine, Machine]:
     """The remote, the laptop (the first clone: it publishes the vault) and the desktop (its git
-    directory outside the vault, as for a Dropbox vault), automatic rounds off."""
+    directory outside the vault, as for a Dropbox vault); ``settings`` is their ``vaultmem.yaml``
+    (by default automatic rounds off)."""
     remote = bare_remote(tmp_path / "remote.git")
     laptop = Machine(remote, tmp_path / "laptop")
-    (laptop.root / "vaultmem.yaml").write_text(MANUAL, encoding="utf-8")
+    (laptop.root / "vaultmem.yaml").write_text(settings, encoding="utf-8")
     assert laptop.sync()["pushed_commits"] >= 1
     desktop = Machine(remote, tmp_path / "desktop", git_dir=tmp_path / "desktop.git")
     assert (desktop.root / ".git").is_file() and (desktop.root / "vaultmem.yaml").is_file()
@@ -235,3 +251,178 @@ def found_by_search(machine: Machine, ids: set[str]) -> bool:
         return True
 
     return machine.session(look)
+
+
+def note_text(i: int, line: str, first: str) -> str:
+    return f"---\nid: 0190a1b2-{i:04x}-7000-8000-000000000000\ntitle: Shared {i}\n---\n{first}\n\n{line}\n"
+
+
+def write_shared(machine: Machine, count: int, line: str, first: str = "First line.") -> None:
+    for i in range(count):
+        text = note_text(i, line, first)
+        (machine.root / f"memory/semantic/shared-{i}.md").write_text(text, encoding="utf-8")
+
+
+def test_the_daemons_sync_on_their_own_after_a_write_and_find_each_others_notes(tmp_path: Path) -> None:
+    _remote, laptop, desktop = two_machines(tmp_path, "sync_interval: 1\nsync_debounce: 0.3\n")
+    laptop.serve(fake_embedder=True)
+    desktop.serve(fake_embedder=True)
+    try:
+        written = laptop.call("memory_append", content="The heron nests by the north pier.", kind="reference")
+        wait_for(lambda: written["id"] in desktop.search_ids("heron north pier"), timeout=60)
+        answer = desktop.call("memory_append", content="The egret nests by the south pier.", kind="reference")
+        wait_for(lambda: answer["id"] in laptop.search_ids("egret south pier"), timeout=60)
+        sync = wait_for(lambda: (h := laptop.health()["sync"])["last_incoming"] and h, timeout=30)
+        assert sync["configured"] and sync["last_ok"] and sync["last_sync"] is not None
+    finally:
+        laptop.stop()
+        desktop.stop()
+    assert tree(laptop) == tree(desktop)
+
+
+def test_a_daemon_offline_keeps_serving_reports_the_error_and_syncs_once_back(tmp_path: Path) -> None:
+    remote, laptop, _desktop = two_machines(tmp_path, "sync_interval: 0.5\nsync_debounce: 0.2\n")
+    git(laptop.root, "remote", "set-url", "origin", closed_port_url())
+    laptop.serve(fake_embedder=True)
+    try:
+        failed = wait_for(
+            lambda: next(c for c in laptop.health()["checks"] if c["name"] == "sync_failed")["count"]
+        )
+        assert failed == 1
+        health = laptop.health()
+        assert health["sync"]["last_ok"] is False and health["sync"]["last_error_kind"] == "offline"
+        written = laptop.call(
+            "memory_append", content="Written while the network was down.", kind="reference"
+        )
+        assert laptop.search_ids("network was down") == [written["id"]]
+        git(laptop.root, "remote", "set-url", "origin", str(remote))
+        wait_for(lambda: laptop.health()["sync"]["last_ok"], timeout=60)
+        wait_for(lambda: written["id"] in git(remote, "log", "--format=%B", "main"), timeout=30)
+    finally:
+        laptop.stop()
+
+
+PAUSED_ROUND = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from layers import on_sync_step
+from vaultmem.config import Settings
+from vaultmem.memory import Memory
+
+root, flag = Path(sys.argv[1]), Path(sys.argv[2])
+
+def pause(step):
+    if step == "merged":  # git's merge is done, the round has not committed it yet
+        flag.write_text("merging", encoding="utf-8")
+        deadline = time.monotonic() + 60
+        while not flag.with_suffix(".go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+# Opened as `vaultmem sync` opens it: no index, commits inline.
+with Memory(Settings.resolve(root), index=False, background_commits=False) as memory:
+    on_sync_step(memory, pause)
+    print(memory.sync().ok)
+"""
+
+
+def test_a_cli_sync_beside_the_daemon_holds_its_writes_and_commits_until_the_merge_is_committed(
+    tmp_path: Path,
+) -> None:
+    """While the round's merge is open, a write the daemon is asked for waits, and a hand edit the
+    daemon's watcher sees is not committed (its `git add` would stage into the merge, or resolve a
+    note the round left unmerged); both land after the merge commit."""
+    remote, laptop, desktop = two_machines(tmp_path, MANUAL + "commit_quiet_period: 0.3\n")
+    write_shared(laptop, 5, "Second line.")
+    settle(remote, laptop, desktop)
+    write_shared(desktop, 5, "Second line, from the desktop.")
+    desktop.sync()
+    write_shared(laptop, 5, "Second line.", first="First line, from the laptop.")  # committed at start
+    laptop.serve(fake_embedder=True)
+    try:
+        flag = tmp_path / "merging.flag"
+        child = subprocess.Popen(
+            [sys.executable, "-c", PAUSED_ROUND, str(laptop.root), str(flag), str(Path(__file__).parent)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_for(flag.exists, timeout=60)
+        before = git(laptop.root, "rev-parse", "HEAD")
+        answered: list[dict[str, Any]] = []
+        writer = threading.Thread(
+            target=lambda: answered.append(
+                laptop.call("memory_append", content="Asked for during the merge.", kind="reference")
+            )
+        )
+        writer.start()
+        (laptop.root / "memory/semantic/typed-during-merge.md").write_text(
+            "Typed meanwhile.\n", encoding="utf-8"
+        )
+        writer.join(timeout=1.5)  # the watcher's quiet period (0.3 s) has long passed
+        assert writer.is_alive() and not answered  # the write waits for the merge
+        assert git(laptop.root, "rev-parse", "HEAD") == before  # nothing committed into the merge
+        assert "typed-during-merge" not in git(laptop.root, "diff", "--cached", "--name-only")
+        flag.with_suffix(".go").write_text("", encoding="utf-8")
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0 and out.strip() == "True", err
+        writer.join(timeout=60)
+        assert answered, "the write waited, then went through"
+        wait_for(lambda: status(laptop) == "", timeout=30)
+        merge = git(laptop.root, "log", "--merges", "--format=%H", "-1").strip()
+        in_merge = git(laptop.root, "show", "--name-only", "--format=", merge)
+        assert "typed-during-merge" not in in_merge and answered[0]["slug"] not in in_merge
+        later = git(laptop.root, "log", "--format=%s", f"{merge}..HEAD")
+        assert f"memory_append: add {answered[0]['slug']}" in later
+        assert "hand edit: memory/semantic/typed-during-merge.md" in later
+        for i in range(5):  # the notes both changed were merged by the round, not resolved by an add
+            merged = (laptop.root / f"memory/semantic/shared-{i}.md").read_text(encoding="utf-8")
+            copies = list((laptop.root / "memory/semantic").glob(f"shared-{i}.conflict-*.md"))
+            both = merged + "".join(c.read_text(encoding="utf-8") for c in copies)
+            assert "from the laptop" in both and "from the desktop" in both
+    finally:
+        laptop.stop()
+    assert settle(remote, laptop, desktop) and tree(laptop) == tree(desktop)
+    for repo in (remote, laptop.root, desktop.root):
+        assert fsck(repo) == ""
+
+
+def test_a_daemon_killed_during_its_sync_loses_nothing_and_the_next_sync_converges(tmp_path: Path) -> None:
+    shared = 120
+    remote, laptop, desktop = two_machines(tmp_path, "sync_interval: 0\nsync_debounce: 0.2\n")
+    write_shared(laptop, shared, "Second line.")
+    settle(remote, laptop, desktop)
+    write_shared(desktop, shared, "Second line, from the desktop.")
+    desktop.sync()
+    write_shared(laptop, shared, "Second line, from the laptop.")  # committed by the daemon's start
+    git_dir = Path(git(laptop.root, "rev-parse", "--absolute-git-dir").strip())
+    laptop.serve(fake_embedder=True)
+    daemon = laptop.daemon
+    assert daemon is not None
+    acked = [laptop.call("memory_append", content="Acknowledged before the kill.", kind="reference")]
+    # That commit starts the daemon's round 0.2 s later: kill -9 it while the round merges.
+    wait_for(lambda: (git_dir / MARKER).exists(), timeout=60, interval=0.001)
+    laptop.kill()
+    assert (git_dir / MARKER).exists() or (git_dir / "MERGE_HEAD").exists()  # interrupted mid-round
+    laptop.serve(fake_embedder=True)  # the restart finishes or rolls back the round first
+    try:
+        assert not (git_dir / "MERGE_HEAD").exists()
+        wait_for(lambda: status(laptop) == "", timeout=30)
+        acked.append(
+            laptop.call("memory_append", content="Acknowledged after the restart.", kind="reference")
+        )
+        settle(remote, laptop, desktop)
+        assert tree(laptop) == tree(desktop) and notes_with_markers(laptop) == []
+        for note in acked:
+            assert laptop.search_ids(note["id"]) == [note["id"]]
+            assert (desktop.root / f"memory/semantic/{note['slug']}.md").is_file()
+        files = tree(laptop)
+        for i in range(shared):  # both sides of every note both machines changed
+            sides = files[f"memory/semantic/shared-{i}.md"] + b"".join(
+                data
+                for path, data in files.items()
+                if path.startswith(f"memory/semantic/shared-{i}.conflict-")
+            )
+            assert b"from the desktop" in sides and b"from the laptop" in sides
+        for repo in (remote, laptop.root, desktop.root):
+            assert fsck(repo) == ""
+    finally:
+        laptop.stop()

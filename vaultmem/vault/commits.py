@@ -80,6 +80,8 @@ class _Job:
     #: Who wrote it (None: vaultmem itself). A commit groups the writes of one author only.
     author: Author | None = None
     done: Future[None] = field(default_factory=Future)
+    #: Makes the message from the paths that still differ once staged (``GitRepo.commit_paths``).
+    describe: Callable[[list[str]], str] | None = None
 
 
 class CommitWriter:
@@ -111,9 +113,15 @@ class CommitWriter:
             self._thread.start()
 
     def submit(
-        self, paths: Sequence[str], message: str, *, record: bool = True, author: Author | None = None
+        self,
+        paths: Sequence[str],
+        message: str,
+        *,
+        record: bool = True,
+        author: Author | None = None,
+        describe: Callable[[list[str]], str] | None = None,
     ) -> Future[None]:
-        job = _Job(list(paths), message, record, author)
+        job = _Job(list(paths), message, record, author, describe=describe)
         if self._thread is None:  # no writer thread (one-shot CLI): commit inline
             # Writes whose commit failed earlier (a held index.lock) ride along with this one.
             retry, self._retry = self._retry, []
@@ -219,7 +227,8 @@ class CommitWriter:
             details = "\n\n".join(j.message.strip() for j in run)
             title = f"vaultmem: {len(run)} writes: {names_in_subject(subjects, sep='; ')}"
             message = f"{title}\n\n{lines}\n\n{details}\n"
-        if self.repo.commit_paths(paths, message, author):
+        describe = run[0].describe if len(run) == 1 else None
+        if self.repo.commit_paths(paths, message, author, describe):
             self.commits += 1
         elif any(j.record for j in run):
             # Two writes to one note in quick succession: the commit for the first took the

@@ -228,10 +228,15 @@ class VaultWriter:
         return Written(notes, plan.result)
 
     def _submit(
-        self, paths: list[str], message: str, author: Author | None, record: bool = True
+        self,
+        paths: list[str],
+        message: str,
+        author: Author | None,
+        record: bool = True,
+        describe: Callable[[list[str]], str] | None = None,
     ) -> Future[None]:
         """Queue a commit, remembering until it lands which files it holds and whose they are."""
-        future = self.commits.submit(paths, message, record=record, author=author)
+        future = self.commits.submit(paths, message, record=record, author=author, describe=describe)
         for rel in paths:
             self._pending[rel] = (author, future)
 
@@ -392,7 +397,13 @@ class VaultWriter:
     def _commit_hand_edits(self, paths: list[str]) -> Future[None]:
         root = self.layout.root
         deleted = {p for p in paths if not os.path.lexists(root / p)}
-        return self._submit(paths, hand_edit_message(paths, deleted), self.repo.person(), record=False)
+        return self._submit(
+            paths,
+            hand_edit_message(paths, deleted),
+            self.repo.person(),
+            record=False,
+            describe=lambda changed: hand_edit_message(changed, deleted),  # not what a merge took
+        )
 
     def close(self) -> None:
         """Commit everything pending and save derived state.
