@@ -180,7 +180,7 @@ class Syncing:
                     wait = max(min(next_round, self._write_due), not_before) - time.monotonic()
                     if wait <= 0:
                         break
-                    self._cond.wait(wait)
+                    self._cond.wait(None if math.isinf(wait) else wait)  # inf: until a commit
                 if self._stopping:
                     return
                 self._write_due = math.inf
