@@ -18,6 +18,7 @@ from vaultmem.config import Settings
 from vaultmem.errors import CapReached
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest
+from vaultmem.notes import frontmatter as fm
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.merge_state import MARKER
 from vaultmem.vault.remote import VaultSync
@@ -128,3 +129,27 @@ def test_a_note_a_merge_moved_to_a_new_name_keeps_its_id_whichever_path_is_read_
     assert memory.note(mine["id"]).path == moved and memory.note(theirs["id"]).path.endswith("checklist.md")
     found = {h["id"] for h in memory.search(SearchRequest("release first", limit=10))["results"]}
     assert {mine["id"], theirs["id"]} <= found
+
+
+def test_a_conflict_note_is_reported_until_it_is_forgotten(cluster: Cluster) -> None:
+    laptop, desktop = cluster.first("laptop"), cluster.clone("desktop")
+    here = opened(laptop)
+    note = here.append("Deploys go out on Tuesdays.\nThe release captain signs off.", "reference")
+    assert here.sync().ok
+    there = opened(desktop)
+    assert there.sync().ok
+    rel = f"memory/semantic/{note['slug']}.md"
+    for machine, who in ((laptop, "laptop"), (desktop, "desktop")):
+        text = machine.read(rel).replace(b"The release captain", f"The {who}'s captain".encode())
+        machine.write(rel, text)
+    assert there.sync().ok
+    report = here.sync()
+    assert report.ok and len(report.conflict_files) == 1
+    copy, original = report.conflict_files[0]
+    assert original == rel
+    assert Memory.doctor(here.settings).conflict_notes == [copy]
+    assert Memory.doctor(here.settings).conflict_copies == []  # not also listed as a client's copy
+    here.forget(str(fm.parse(laptop.read(copy).decode("utf-8")).meta["id"]), reason="merged by hand")
+    assert Memory.doctor(here.settings).conflict_notes == []
+    assert here.sync().ok and there.sync().ok
+    assert Memory.doctor(there.settings).conflict_notes == []
