@@ -38,8 +38,8 @@ VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 MANUAL = "sync_interval: 0\nsync_debounce: 0\n"
 
 
-def vaultmem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([VAULTMEM, *args], capture_output=True, text=True, timeout=timeout)
+def vaultmem(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([VAULTMEM, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def closed_port_url() -> str:

@@ -62,6 +62,14 @@ def test_clone_makes_a_vault_with_the_note_merge_driver_and_sync_reports_what_we
     assert again["ok"] and again["pushed_commits"] == 0 and again["incoming"] == [] and again["ahead"] == 0
 
 
+def test_clone_reads_a_relative_remote_path_from_where_it_is_run(tmp_path: Path) -> None:
+    bare_remote(tmp_path / "remote.git")
+    done = vaultmem("clone", "remote.git", str(tmp_path / "machines" / "laptop"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    url = git(tmp_path / "machines" / "laptop", "remote", "get-url", "origin").strip()
+    assert url == str((tmp_path / "remote.git").resolve())
+
+
 def test_clone_refuses_a_folder_that_has_files_and_changes_nothing(tmp_path: Path) -> None:
     remote = bare_remote(tmp_path / "remote.git")
     target = tmp_path / "notes"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from layers import parts, sync_path
 
-from tests.conftest import START, set_cap
+from tests.conftest import START, git, git_status, hand_write, set_cap
 from tests.sync_harness import Cluster, Machine, status, tree
 from tests.test_sync_kill import diverge, run_round
 from vaultmem.config import Settings
@@ -19,7 +19,8 @@ from vaultmem.errors import CapReached
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest
 from vaultmem.notes import frontmatter as fm
-from vaultmem.vault.history import GitRepo
+from vaultmem.vault.history import GitRepo, hand_edit_message
+from vaultmem.vault.init import init_vault
 from vaultmem.vault.merge_state import MARKER
 from vaultmem.vault.remote import VaultSync
 
@@ -153,3 +154,19 @@ def test_a_conflict_note_is_reported_until_it_is_forgotten(cluster: Cluster) -> 
     assert Memory.doctor(here.settings).conflict_notes == []
     assert here.sync().ok and there.sync().ok
     assert Memory.doctor(there.settings).conflict_notes == []
+
+
+def test_a_hand_edit_commit_named_from_what_is_staged_keeps_a_deletion_that_looks_like_a_rename(
+    tmp_path: Path,
+) -> None:
+    """The watcher's message names what still differs once staged; git's rename detection listed only
+    the new name of a delete + a similar new file, and the deletion was left staged, uncommitted."""
+    root, _ = init_vault(tmp_path / "vault")
+    hand_write(root, "memory/semantic/gone.md", "---\ntitle: Espresso\n---\nEighteen grams.\n", commit=True)
+    hand_write(root, "memory/semantic/kept.md", "---\ntitle: Kept\n---\nEighteen grams.\n")
+    (root / "memory/semantic/gone.md").unlink()
+    paths = ["memory/semantic/gone.md", "memory/semantic/kept.md"]
+    gone = {"memory/semantic/gone.md"}
+    assert GitRepo(root).commit_paths(paths, "-", lambda changed: hand_edit_message(changed, gone))
+    assert git_status(root) == ""
+    assert git(root, "log", "-1", "--format=%s").strip() == "hand edits: 2 files (1 deleted): gone, kept"

@@ -384,6 +384,8 @@ def clone_vault(url: str, path: Path, *, git_dir: Path | None = None, remote: st
     commit, pushed by the first sync.
     """
     path = path.expanduser().resolve()
+    if "://" not in url and Path(url).expanduser().exists():
+        url = str(Path(url).expanduser().resolve())  # a local path, as the person's cwd reads it
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise VaultError(f"{path} exists and is not an empty folder; clone into a new folder")
     args = ["git", "clone", "-q", "--origin", remote]
