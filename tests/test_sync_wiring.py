@@ -5,11 +5,12 @@ a round a kill interrupted before anything else is committed."""
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from layers import parts, sync_path
+from layers import on_sync_step, parts, sync_path
 
 from tests.conftest import START, git, git_status, hand_write, set_cap
 from tests.sync_harness import Cluster, Machine, status, tree
@@ -170,3 +171,31 @@ def test_a_hand_edit_commit_named_from_what_is_staged_keeps_a_deletion_that_look
     assert GitRepo(root).commit_paths(paths, "-", lambda changed: hand_edit_message(changed, gone))
     assert git_status(root) == ""
     assert git(root, "log", "-1", "--format=%s").strip() == "hand edits: 2 files (1 deleted): gone, kept"
+
+
+def test_a_second_round_on_one_vault_waits_for_the_one_under_way(cluster: Cluster) -> None:
+    """One round at a time per repository (the daemon's and a `vaultmem sync`): the second does not
+    fetch and push beside the first."""
+    laptop = cluster.first("laptop")
+    first, second = opened(laptop), opened(laptop)
+    paused, go = threading.Event(), threading.Event()
+
+    def hold(step: str) -> None:
+        if step == "fetched":
+            paused.set()
+            go.wait(timeout=30)
+
+    on_sync_step(first, hold)
+    steps: list[str] = []
+    on_sync_step(second, steps.append)
+    rounds = [threading.Thread(target=first.sync)]
+    rounds[0].start()
+    assert paused.wait(timeout=30)
+    rounds.append(threading.Thread(target=second.sync))
+    rounds[1].start()
+    rounds[1].join(timeout=1.0)
+    assert rounds[1].is_alive() and steps == []  # not even fetched
+    go.set()
+    for t in rounds:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in rounds) and "fetched" in steps
