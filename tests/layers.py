@@ -33,3 +33,10 @@ def on_sync_step(memory: Memory, checkpoint: Callable[[str], None]) -> None:
     """Have ``memory``'s sync rounds call ``checkpoint`` with the name of each step (``fetched``,
     ``committed pending``, ``marked``, ``merged``, ``filed``, ``concluded``, ``pushing``, ``pushed``)."""
     memory._sync.checkpoint = checkpoint
+
+
+def sync_paths(memory: Memory, rels: list[str]) -> dict[str, str]:
+    """What the watcher does with many paths due at once (one index batch): ``sync_path``'s outcomes."""
+    keeper = memory._keeper
+    assert keeper is not None, "opened without its index"
+    return keeper.sync_paths(rels)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from layers import on_sync_step, parts, sync_path
+from layers import on_sync_step, parts, sync_path, sync_paths
 
 from tests.conftest import START, git, git_status, hand_write, set_cap
 from tests.sync_harness import Cluster, Machine, status, tree
@@ -199,3 +199,44 @@ def test_a_second_round_on_one_vault_waits_for_the_one_under_way(cluster: Cluste
     for t in rounds:
         t.join(timeout=60)
     assert not any(t.is_alive() for t in rounds) and "fetched" in steps
+
+
+def test_many_changed_paths_at_once_are_brought_in_as_one_path_at_a_time_would(tmp_path: Path) -> None:
+    """The watcher hands a batch (a merge another process made) to the index at once; the catalog,
+    the index and what the watcher commits come out as if each path had been taken alone."""
+    outcomes = []
+    for name, batched in (("alone", False), ("batch", True)):
+        root, _ = init_vault(tmp_path / name)
+        settings = Settings.resolve(root, durable=False, sync_interval=0, sync_debounce=0)
+        with Memory(settings, embedder=FakeEmbedder(), background_commits=False) as memory:
+            memory.reconcile()
+            own = memory.append("Written by this vault itself.", "reference")
+            kept = memory.append("A note a person will edit.", "reference")
+            gone = memory.append("A note a person will delete.", "reference")
+            edited = f"memory/semantic/{kept['slug']}.md"
+            hand_write(root, edited, (root / edited).read_text(encoding="utf-8") + "Edited by hand.\n")
+            (root / f"memory/semantic/{gone['slug']}.md").unlink()
+            for i in range(20):
+                hand_write(root, f"memory/semantic/in-{i}.md", f"---\ntitle: In {i}\n---\nThe otter {i}.\n")
+            hand_write(root, "memory/semantic/broken.md", "---\ntitle: [unclosed\n---\nBody.\n")
+            hand_write(root, "desk/active_goals.md", "# Goals\n- ship\n")
+            rels = sorted(
+                [f"memory/semantic/{n['slug']}.md" for n in (own, kept, gone)]
+                + [f"memory/semantic/in-{i}.md" for i in range(20)]
+                + ["memory/semantic/broken.md", "desk/active_goals.md", "memory/semantic/never-was.md"]
+            )
+            got = sync_paths(memory, rels) if batched else {r: sync_path(memory, r) for r in rels}
+            hits = memory.search(SearchRequest("otter", limit=30))["results"]
+            outcomes.append(
+                (
+                    {r.removeprefix(str(root)): o for r, o in got.items()},
+                    sorted(h["slug"] for h in hits),
+                    sorted(parts(memory).catalog.problems),
+                    Memory.doctor(settings).index_missing,
+                )
+            )
+    assert outcomes[0] == outcomes[1]
+    alone = outcomes[0][0]
+    assert alone["memory/semantic/in-0.md"] == "indexed" and alone["memory/semantic/broken.md"] == "malformed"
+    assert alone["desk/active_goals.md"] == "changed" and alone["memory/semantic/never-was.md"] == "unchanged"
+    assert len(outcomes[0][1]) == 20 and outcomes[0][3] == []

@@ -96,6 +96,27 @@ class IndexKeeper:
         already read them)."""
         return reconcile_paths(self.layout, self.catalog, self.index, paths, edges=self.graph)
 
+    def sync_paths(self, rels: list[str]) -> dict[str, str]:
+        """:meth:`sync_path` for many paths due at once (a merge another process made, a sync
+        client's batch): the catalog reads each, then the index takes them in one batch."""
+        notes = [r for r in rels if not self.layout.is_side_file(r) and self.layout.skip_reason(r) is None]
+        plain = set(notes)
+        outcomes = {r: self.sync_path(r) for r in rels if r not in plain}
+        had = {r for r in notes if self.catalog.by_path(r) is not None or r in self.catalog.problems}
+        for rel in notes:
+            self.catalog.refresh(rel)
+        report = self.reconcile_paths(notes)
+        indexed, removed = set(report.indexed), set(report.removed)
+        for rel in notes:
+            gone = rel in removed or (rel in had and self.catalog.by_path(rel) is None)
+            outcomes[rel] = (
+                "malformed" if rel in report.malformed
+                else "indexed" if rel in indexed
+                else "removed" if gone and rel not in self.catalog.problems
+                else "unchanged"
+            )  # fmt: skip
+        return outcomes
+
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).
 
@@ -141,6 +162,7 @@ class IndexKeeper:
             quiet_period=self.settings.commit_quiet_period,
             rescan_interval=self.settings.rescan_interval,
             home=self.layout.home,
+            sync_paths=self.sync_paths,
         )
         watcher.start()
         self.watcher = watcher

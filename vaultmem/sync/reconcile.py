@@ -118,7 +118,13 @@ def reconcile_paths(
     1,000 incoming notes cost 1,000 reads, not a walk of the vault. The catalog must be current for
     them (the round refreshes it under the write lock)."""
     report = ReconcileReport(malformed={p: catalog.problems[p] for p in paths if p in catalog.problems})
-    wanted = {p: e.content_hash for p in paths if (e := catalog.by_path(p)) is not None}
+    entries = {p: e for p in paths if (e := catalog.by_path(p)) is not None}
+    wanted = {p: e.content_hash for p, e in entries.items()}
+    # A row of one of these paths under another id (the id in the file was edited) goes.
+    moved = [
+        r.id for r in index.records_for_paths(list(entries)) if r.id != index_id(entries[r.path], catalog)
+    ]
+    index.delete_ids(moved)
     indexed = index.path_hashes_for(paths)
     _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges)
     return report
