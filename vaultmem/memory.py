@@ -151,8 +151,7 @@ class Memory:
     def start_watching(self, *, sync: bool = False) -> None:
         """Watch the vault: hand edits indexed within a second, then committed (``sync``: sync rounds too)."""
         self._kept().start_watching()
-        if sync:
-            self._sync.start()
+        self._sync.start(wanted=sync)
 
     def sync(self) -> SyncReport:
         """One round with the git remote (commit, fetch, merge, push); the index re-reads what came in."""

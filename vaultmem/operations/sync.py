@@ -138,11 +138,14 @@ class Syncing:
         )
 
     # -- the daemon's own rounds --------------------------------------------------------------------
-    def start(self) -> None:
-        """Sync on its own: ``sync_debounce`` s after a commit lands, every ``sync_interval`` s (and
-        once at start), while the repository has the remote; failed rounds back off."""
+    def start(self, *, wanted: bool = True) -> None:
+        """Sync on its own (when ``wanted``: the daemon does, the stdio server not): ``sync_debounce``
+        s after a commit lands, every ``sync_interval`` s (and once at start), while the repository
+        has the remote; failed rounds back off."""
         settings = self.ctx.settings
-        if self._thread is not None or (settings.sync_interval <= 0 and settings.sync_debounce <= 0):
+        if not wanted or self._thread is not None:
+            return
+        if settings.sync_interval <= 0 and settings.sync_debounce <= 0:
             return
         if settings.sync_debounce > 0:
             self.ctx.writer.commits.on_commit = self.changed
