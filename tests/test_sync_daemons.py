@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_harness import wait_for
+from mcp_harness import error_text, wait_for
 from reliability._support import notes_by_id
 from sync_daemons import (
     MANUAL,
@@ -29,7 +29,7 @@ from sync_daemons import (
     tree,
 )
 
-from tests.conftest import git
+from tests.conftest import git, set_cap
 from vaultmem.notes import frontmatter as fm
 from vaultmem.vault.merge_state import MARKER
 
@@ -426,3 +426,38 @@ def test_a_daemon_killed_during_its_sync_loses_nothing_and_the_next_sync_converg
             assert fsck(repo) == ""
     finally:
         laptop.stop()
+
+
+def test_an_idempotency_key_and_the_daily_cap_hold_across_the_daemons_after_a_merge(tmp_path: Path) -> None:
+    """memory_append over MCP on each machine: a key used on the laptop is known to the desktop's
+    daemon once synced (no second note), and the day's notes of both machines count for the cap."""
+    remote = bare_remote(tmp_path / "remote.git")
+    laptop = Machine(remote, tmp_path / "laptop")
+    (laptop.root / "vaultmem.yaml").write_text(MANUAL, encoding="utf-8")
+    set_cap(laptop.root, 4)  # committed: both machines get it
+    laptop.sync()
+    desktop = Machine(remote, tmp_path / "desktop")
+    laptop.serve(fake_embedder=True)
+    desktop.serve(fake_embedder=True)
+    try:
+        first = laptop.call("memory_append", content="The NAS keeps the build cache.", kind="reference",
+                            idempotency_key="nas-cache")  # fmt: skip
+        laptop.call("memory_append", content="The laptop's second note today.", kind="reference")
+        for i in range(2):
+            desktop.call("memory_append", content=f"Desktop note {i} of the day.", kind="reference")
+        settle(remote, laptop, desktop)
+        again = desktop.call("memory_append", content="The NAS keeps the build cache.", kind="reference",
+                             idempotency_key="nas-cache")  # fmt: skip
+        assert again["deduplicated"] and again["id"] == first["id"]
+
+        async def one_too_many(client: Client) -> str:
+            result = await client.call_tool(
+                "memory_append", {"content": "A fifth note today.", "kind": "reference"}
+            )
+            return error_text(result)
+
+        for machine in (laptop, desktop):  # each wrote two: four in all, the cap
+            assert "daily" in machine.session(one_too_many).lower()
+    finally:
+        laptop.stop()
+        desktop.stop()
