@@ -83,9 +83,8 @@ class Memory:
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
         if not repo.is_repo():
             raise VaultError(
-                f"{layout.root} is not the top of a git repository of its own; run "
-                f"`vaultmem init {layout.root}` "
-                "to make it a vault (existing notes are kept)"
+                f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
+                f"{layout.root}` to make it a vault (existing notes are kept)"
             )
         if index:
             # Opening builds ~10 objects per note; what exists now (modules, classes) lives as long
@@ -148,10 +147,9 @@ class Memory:
         """Make the index and the edge graph equal the vault (what changed while nothing ran)."""
         return self._kept().reconcile(progress)
 
-    def start_watching(self, *, sync: bool = False) -> None:
-        """Watch the vault: hand edits indexed within a second, then committed (``sync``: sync rounds too)."""
+    def start_watching(self) -> None:
+        """Watch the vault: hand edits indexed, then committed; the sync rounds run meanwhile too."""
         self._kept().start_watching()
-        self._sync.start(wanted=sync)
 
     def sync(self) -> SyncReport:
         """One round with the git remote (commit, fetch, merge, push); the index re-reads what came in."""
@@ -168,7 +166,6 @@ class Memory:
     def close(self) -> None:
         """Stop syncing and watching (committing pending hand edits), flush the commits, close the index."""
         try:
-            self._sync.stop()
             if self._keeper is not None:
                 self._keeper.stop_watching()
             self._ctx.writer.close()

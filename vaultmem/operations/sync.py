@@ -72,6 +72,8 @@ class Syncing:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._write_due = math.inf  # monotonic time of the round a commit asked for
+        if keeper is not None:  # the automatic rounds run while the vault is watched (the daemon)
+            keeper.companions.append((self.start, self.stop))
 
     # -- one round ----------------------------------------------------------------------------------
     def round(self) -> SyncReport:
@@ -138,14 +140,12 @@ class Syncing:
         )
 
     # -- the daemon's own rounds --------------------------------------------------------------------
-    def start(self, *, wanted: bool = True) -> None:
-        """Sync on its own (when ``wanted``: the daemon does, the stdio server not): ``sync_debounce``
-        s after a commit lands, every ``sync_interval`` s (and once at start), while the repository
-        has the remote; failed rounds back off."""
+    def start(self) -> None:
+        """Sync on its own (with the watcher): ``sync_debounce`` s after a commit lands, every
+        ``sync_interval`` s (and once at start), while the repository has the remote; failed rounds
+        back off. Both settings 0 (as the stdio server sets them): nothing runs."""
         settings = self.ctx.settings
-        if not wanted or self._thread is not None:
-            return
-        if settings.sync_interval <= 0 and settings.sync_debounce <= 0:
+        if self._thread is not None or (settings.sync_interval <= 0 and settings.sync_debounce <= 0):
             return
         if settings.sync_debounce > 0:
             self.ctx.writer.commits.on_commit = self.changed

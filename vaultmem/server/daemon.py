@@ -13,6 +13,7 @@ acknowledged write is in git when the process exits, and every call that finishe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -165,7 +166,7 @@ class Daemon:
             ensure_token(self.token_file)
             self.memory = Memory(self.settings, embedder=self.embedder)
             self.memory.reconcile(progress)
-            self.memory.start_watching(sync=True)  # and sync with the git remote, when it has one
+            self.memory.start_watching()  # and sync with the git remote, when it has one
             app = build_app(
                 self.memory,
                 host=self.host,
@@ -294,7 +295,8 @@ def run_stdio(
     Either way the session ends normally: in-flight calls finish, then the watcher stops and the
     commit queue is flushed before the process exits.
     """
-    memory = Memory(settings, embedder=embedder)
+    # The stdio server never syncs on its own (one per agent session): the daemon does.
+    memory = Memory(dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder)
     try:
         memory.reconcile()
         memory.start_watching()

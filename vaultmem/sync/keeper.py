@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
@@ -56,6 +57,9 @@ class IndexKeeper:
         self.index = index
         self.graph = graph
         self.watcher: VaultWatcher | None = None
+        #: (start, stop) of what runs while the vault is watched: the daemon's sync rounds, started
+        #: after the watcher and stopped before it (``operations/sync.py``).
+        self.companions: list[tuple[Callable[[], None], Callable[[], None]]] = []
         writer.add_listener(IndexListener(index, graph))
         # Index writes that failed (a full disk under the state directory) are written again by a
         # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
@@ -167,10 +171,14 @@ class IndexKeeper:
         watcher.start()
         self.watcher = watcher
         self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
+        for start, _stop in self.companions:
+            start()
         return watcher
 
     def stop_watching(self) -> None:
         """Stop the watcher (it commits the hand edits still waiting for their quiet period)."""
+        for _start, stop in self.companions:
+            stop()
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None

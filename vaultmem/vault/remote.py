@@ -29,10 +29,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from vaultmem.config import memory_home
 from vaultmem.errors import GitError, GitLocked, InvalidInput, VaultBusy, VaultError
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
-from vaultmem.vault.layout import is_never_committed
+from vaultmem.vault.layout import in_home, is_never_committed
 from vaultmem.vault.locks import flocked
 from vaultmem.vault.merge_driver import clear_records, configure, records_path
 from vaultmem.vault.merge_state import (
@@ -261,8 +262,7 @@ class VaultSync:
         report.branch = self.branch()
         with self.write_lock():
             report.recovery = recover(self.repo, f"{self.remote}/{report.branch}").detail
-            if configure(self.repo):
-                self.repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
+            _configure(self.repo)
         for attempt in range(1, self.max_attempts + 1):
             report.attempts = attempt
             incoming = self._fetch(report.branch)
@@ -405,6 +405,14 @@ def clone_vault(url: str, path: Path, *, git_dir: Path | None = None, remote: st
     if repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).returncode != 0:
         repo.git("symbolic-ref", "HEAD", "refs/heads/main")  # an empty remote: start its main branch
         init_vault(path)
-    if configure(repo):
-        repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
+    _configure(repo)
     return repo
+
+
+def _configure(repo: GitRepo) -> None:
+    """The note merge driver registered, its attributes file committed when it changed: at the
+    root, or in vaultmem's own folder of a vault adopted in place (the person's notes keep git's
+    own merge there when they pull by hand)."""
+    home = memory_home(repo.work_tree)
+    if configure(repo, home):
+        repo.commit_paths([in_home(home, ".gitattributes")], "vaultmem: merge notes field by field")
