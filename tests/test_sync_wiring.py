@@ -20,7 +20,8 @@ from vaultmem.errors import CapReached
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest
 from vaultmem.notes import frontmatter as fm
-from vaultmem.vault.history import GitRepo, hand_edit_message
+from vaultmem.vault.commits import hand_edit_message
+from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.merge_state import MARKER
 from vaultmem.vault.remote import VaultSync
@@ -168,7 +169,7 @@ def test_a_hand_edit_commit_named_from_what_is_staged_keeps_a_deletion_that_look
     (root / "memory/semantic/gone.md").unlink()
     paths = ["memory/semantic/gone.md", "memory/semantic/kept.md"]
     gone = {"memory/semantic/gone.md"}
-    assert GitRepo(root).commit_paths(paths, "-", lambda changed: hand_edit_message(changed, gone))
+    assert GitRepo(root).commit_paths(paths, "-", describe=lambda changed: hand_edit_message(changed, gone))
     assert git_status(root) == ""
     assert git(root, "log", "-1", "--format=%s").strip() == "hand edits: 2 files (1 deleted): gone, kept"
 
@@ -238,5 +239,5 @@ def test_many_changed_paths_at_once_are_brought_in_as_one_path_at_a_time_would(t
     assert outcomes[0] == outcomes[1]
     alone = outcomes[0][0]
     assert alone["memory/semantic/in-0.md"] == "indexed" and alone["memory/semantic/broken.md"] == "malformed"
-    assert alone["desk/active_goals.md"] == "changed" and alone["memory/semantic/never-was.md"] == "unchanged"
+    assert alone["desk/active_goals.md"] == "changed" and alone["memory/semantic/never-was.md"] == "removed"
     assert len(outcomes[0][1]) == 20 and outcomes[0][3] == []

@@ -106,17 +106,15 @@ class IndexKeeper:
         notes = [r for r in rels if not self.layout.is_side_file(r) and self.layout.skip_reason(r) is None]
         plain = set(notes)
         outcomes = {r: self.sync_path(r) for r in rels if r not in plain}
-        had = {r for r in notes if self.catalog.by_path(r) is not None or r in self.catalog.problems}
         for rel in notes:
             self.catalog.refresh(rel)
         report = self.reconcile_paths(notes)
-        indexed, removed = set(report.indexed), set(report.removed)
-        for rel in notes:
-            gone = rel in removed or (rel in had and self.catalog.by_path(rel) is None)
+        indexed = set(report.indexed)
+        for rel in notes:  # a missing note is "removed", as sync_path says (its commit drops it)
             outcomes[rel] = (
                 "malformed" if rel in report.malformed
                 else "indexed" if rel in indexed
-                else "removed" if gone and rel not in self.catalog.problems
+                else "removed" if not (self.layout.root / rel).is_file()
                 else "unchanged"
             )  # fmt: skip
         return outcomes

@@ -143,7 +143,7 @@ def _bring_up_to_date(
 ) -> None:
     """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted."""
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
-    stale += _untagged(catalog, index, set(stale))
+    stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     gone = [p for p in indexed if p not in wanted]
     report.unchanged = len(wanted) - len(stale)
     if gone:
