@@ -132,3 +132,23 @@ def test_a_remote_that_refuses_access_is_reported_as_such_with_what_to_check(
     assert report["error_kind"] == "auth", report
     assert "refused access" in report["errors"][0] and "stores no credentials" in report["errors"][0]
     assert git(root, "rev-parse", "HEAD") == before and git(root, "status", "--porcelain") == ""
+
+
+def test_a_vault_adopted_in_place_merges_vaultmems_notes_with_the_driver_and_leaves_the_root_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 puts vaultmem's files in Memory/ among a person's notes: the driver's attributes go
+    there too (a person's own `git pull` merges their notes as git always has)."""
+    root = tmp_path / "obsidian"
+    root.mkdir()
+    (root / "Daily.md").write_text("My own note.\n", encoding="utf-8")
+    assert vaultmem("init", str(root)).returncode == 0
+    assert "*.md merge=vaultmem-note" in (root / "Memory/.gitattributes").read_text(encoding="utf-8")
+    assert not (root / ".gitattributes").exists()
+    remote = bare_remote(tmp_path / "remote.git")
+    git(root, "remote", "add", "origin", str(remote))
+    done = vaultmem("--vault", str(root), "sync", "--json")
+    assert done.returncode == 0, done.stderr
+    assert not (root / ".gitattributes").exists() and git(root, "status", "--porcelain") == ""
+    other = Machine(remote, tmp_path / "other")
+    assert (other.root / "Memory/.gitattributes").is_file() and (other.root / "Daily.md").is_file()
