@@ -18,7 +18,7 @@ from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import VaultmemError
 from vaultmem.limits import LOW_SPACE_MIB, MAX_VERSIONS
-from vaultmem.memory import Memory, SearchRequest
+from vaultmem.memory import Memory, SearchRequest, SyncReport, clone_vault
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,6 +58,54 @@ def cmd_init(args: argparse.Namespace) -> int:
     _, new = ensure_token(path)
     print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
     return 0
+
+
+def cmd_clone(args: argparse.Namespace) -> int:
+    repo = clone_vault(args.url, Path(args.path), git_dir=Path(args.git_dir) if args.git_dir else None)
+    print(f"cloned {args.url} into {repo.work_tree} (notes merge field by field when machines sync)")
+    from vaultmem.server.token import ensure_token, token_path
+
+    path = token_path(repo.work_tree)
+    _, new = ensure_token(path)
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    print(f"serve it with `vaultmem serve --vault {repo.work_tree}`: it syncs with {args.url} on its own")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    # The round takes the vault's write lock and commit gate where it merges, so a daemon serving
+    # this vault waits for it (and one round at a time runs on the repository).
+    with _open(args) as memory:
+        report = memory.sync()
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False))
+    else:
+        print(_sync_summary(report))
+    if not report.ok:
+        for error in report.errors:
+            print(f"error: {error}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _sync_summary(report: SyncReport) -> str:
+    where = f"{report.remote}/{report.branch}" if report.branch else report.remote
+    lines = [
+        f"{'synced with' if report.ok else 'could not sync with'} {where}: {len(report.incoming)} paths "
+        f"came in, {report.pushed_commits} commits went out ({len(report.outgoing)} paths)"
+        + (f"; {len(report.committed)} pending edits committed first" if report.committed else "")
+    ]
+    lines += [f"  {line}" for line in report.recovery]
+    lines += [
+        f"  conflict note {copy} keeps a side of {original}" for copy, original in report.conflict_files
+    ]
+    lines += [
+        f"  {old} was filed as {new} (another machine's note took its name)" for old, new in report.renamed
+    ]
+    if report.ahead or report.behind:
+        lines.append(
+            f"  {report.ahead} commits here not on the remote, {report.behind} there not merged here"
+        )
+    return "\n".join(lines)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -285,6 +333,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
         ("sync conflict copies (compare and merge by hand)", report.conflict_copies),
         (
+            "sync conflict notes (one machine's side of a note both changed: merge it into the note its "
+            "conflict_of names, then forget it)",
+            report.conflict_notes,
+        ),
+        (
             "dangling links",
             [f"{d['path']}: {d['property']} -> [[{d['target']}]]" for d in report.dangling_links],
         ),
@@ -375,6 +428,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="vaultmem's own folder in a vault that already holds notes (default: Memory)",
     )
+
+    p = add("clone", cmd_clone, "Make a vault on this machine from a git remote other machines sync with.")
+    p.add_argument(
+        "url", help="the remote: a path to a bare repository, ssh://..., git@host:..., https://..."
+    )
+    p.add_argument("path", help="the new vault's folder (must not exist, or be empty)")
+    p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+
+    p = add(
+        "sync",
+        cmd_sync,
+        "Sync with the git remote once: commit pending edits, fetch, merge note by note, push.",
+    )
+    p.add_argument("--json", action="store_true", help="print the round's report as JSON")
 
     p = add(
         "serve", cmd_serve, "Run the daemon: MCP over HTTP on 127.0.0.1, the watcher and the commit queue."

@@ -111,6 +111,13 @@ class Settings:
     #: Seconds the requests being answered get to finish, and be answered, when the daemon stops
     #: (event streams end at once). Below a supervisor's own stop timeout (systemd: 90 s).
     shutdown_grace: float = 60.0
+    #: Sync between machines through the vault repository's git remote (docs/sync.md): the remote's
+    #: name; seconds between the daemon's rounds (it fetches what other machines pushed), and seconds
+    #: after a write (an agent's or a hand edit's commit) before the round that pushes it. 0 turns
+    #: either off; nothing syncs on its own while the repository has no such remote.
+    sync_remote: str = "origin"
+    sync_interval: float = 300.0
+    sync_debounce: float = 10.0
 
     @staticmethod
     def resolve(

@@ -43,6 +43,7 @@ from vaultmem.operations.retention import Retention
 from vaultmem.operations.search import Search, SearchRequest, SearchResult
 from vaultmem.operations.status import DEFAULT_FRONTIER_LIMIT, DEFAULT_SLOTS_LIMIT, Status
 from vaultmem.operations.supersede import MergeSpec, Supersede
+from vaultmem.operations.sync import Syncing, SyncReport, clone_vault
 from vaultmem.operations.thoughts import NewThought, Thoughts
 from vaultmem.sync.reconcile import Progress, ReconcileReport
 from vaultmem.vault.catalog import Catalog
@@ -58,8 +59,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
     "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
-    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "Thought",
-    "WithColumns", "init_vault",
+    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "SyncReport",
+    "Thought", "WithColumns", "clone_vault", "init_vault",
 ]  # fmt: skip
 
 
@@ -82,9 +83,8 @@ class Memory:
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
         if not repo.is_repo():
             raise VaultError(
-                f"{layout.root} is not the top of a git repository of its own; run "
-                f"`vaultmem init {layout.root}` "
-                "to make it a vault (existing notes are kept)"
+                f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
+                f"{layout.root}` to make it a vault (existing notes are kept)"
             )
         if index:
             # Opening builds ~10 objects per note; what exists now (modules, classes) lives as long
@@ -138,6 +138,7 @@ class Memory:
         self._retention = Retention(ctx, self._supersede, self._primers)
         self._crystallize = Crystallize(ctx)
         self._history = History(ctx)
+        self._sync = Syncing(ctx, self._keeper)
         if index:
             gc.freeze()
 
@@ -147,8 +148,12 @@ class Memory:
         return self._kept().reconcile(progress)
 
     def start_watching(self) -> None:
-        """Watch the vault: hand edits indexed within a second, committed after a quiet period."""
+        """Watch the vault: hand edits indexed, then committed; the sync rounds run meanwhile too."""
         self._kept().start_watching()
+
+    def sync(self) -> SyncReport:
+        """One round with the git remote (commit, fetch, merge, push); the index re-reads what came in."""
+        return self._sync.round()
 
     def flush(self, timeout: float = 60.0) -> None:
         """Wait until every acknowledged write is committed."""
@@ -159,7 +164,7 @@ class Memory:
         self._status.sessions = counts
 
     def close(self) -> None:
-        """Stop watching (committing pending hand edits), flush the commits, close the index."""
+        """Stop syncing and watching (committing pending hand edits), flush the commits, close the index."""
         try:
             if self._keeper is not None:
                 self._keeper.stop_watching()

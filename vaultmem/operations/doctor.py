@@ -11,6 +11,7 @@ from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import VaultError
 from vaultmem.filing.secrets import Finding, scan_note_text
 from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
+from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
@@ -31,6 +32,9 @@ class DoctorReport:
     #: Files named like notes that are never read: a name that is not UTF-8, a pipe, a socket.
     skipped: dict[str, str] = field(default_factory=dict)
     conflict_copies: list[str] = field(default_factory=list)
+    #: Conflict notes a sync merge wrote (one machine's side of a note both changed in the same
+    #: lines, tagged ``sync-conflict``), still live: for the person to merge and then forget.
+    conflict_notes: list[str] = field(default_factory=list)
     dangling_links: list[dict[str, str]] = field(default_factory=list)
     #: Links in a note's body that no note answers to: ``{path, target}``. Listed, not counted
     #: against ``ok``: in Obsidian an unresolved link is a note not written yet, a person's idiom.
@@ -61,7 +65,8 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return not (
-            self.malformed or self.skipped or self.conflict_copies or self.dangling_links
+            self.malformed or self.skipped or self.conflict_copies or self.conflict_notes
+            or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
             or self.uncommitted or self.stale_git_locks or self.secrets
             or len(self.layout.get("claimed_by", ())) > 1
@@ -90,7 +95,12 @@ def diagnose(
     report.skipped = dict(catalog.skipped)
     # Listed for the person to merge by hand (memory_status's health check can report the same list).
     paths = {e.path for e in entries} | set(catalog.problems)
-    report.conflict_copies = sorted(p for p in paths if is_conflict_copy(p))
+    report.conflict_notes = sorted(
+        e.path for e in entries if CONFLICT_TAG in e.tags and e.status != "deleted"
+    )  # a sync merge's: the person merges it, then forgets it
+    report.conflict_copies = sorted(
+        p for p in paths if is_conflict_copy(p) and p not in report.conflict_notes
+    )
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()
     for entry in entries:

@@ -7,7 +7,8 @@
   not updated for ``stale_after_days``).
 - ``config``: the effective settings as text.
 - ``health``: checks over the vault, the index and git (``vaultmem doctor``'s), the project
-  registry, and ``contradiction_in_cluster``.
+  registry, ``contradiction_in_cluster``, and the sync with the git remote (its last round, the
+  ahead/behind counts, conflict notes).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from vaultmem.operations.slots import (
     slot_file,
 )
 from vaultmem.operations.supersede import ARCHIVED_STATUSES
+from vaultmem.operations.sync import sync_health
 from vaultmem.vault.catalog import Entry
 from vaultmem.vault.sidefiles import read_side
 
@@ -54,6 +56,14 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
      "rename each file (or remove the pipe or socket); `vaultmem doctor` lists them"),
     ("sync_conflict_copies", "vault", "warning", "conflict copies a sync client left beside the original",
      "merge each copy into its original by hand, then delete the copy"),
+    ("sync_conflict_notes", "sync", "warning",
+     "conflict notes a sync merge left beside a note two machines changed in the same lines (the side "
+     "the note does not carry, in full)",
+     "compare each with the note its conflict_of links to, copy into that note what you want to keep, "
+     "then forget the conflict note (memory_forget) or delete its file"),
+    ("sync_failed", "sync", "warning", "the last sync round with the git remote failed",
+     "read the error: offline is fine (vaultmem keeps working and the next round retries); a refusal "
+     "means `git fetch` does not work in the vault; `vaultmem sync` runs a round now"),
     ("dangling_links", "graph", "warning", "typed links whose target no note answers to",
      "fix the link in the note, or remove it"),
     ("index_usable", "index", "error", "the search index fails when it is read (searches fail)",
@@ -306,11 +316,18 @@ class Status:
             ctx.writer.commits.flush(timeout=10.0)
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
         report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._scanned)
+        sync = sync_health(ctx)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, Sequence[Payload]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
             "skipped_files": [{"path": p, "problem": m} for p, m in sorted(report.skipped.items())],
             "sync_conflict_copies": [{"path": p} for p in report.conflict_copies],
+            "sync_conflict_notes": [{"path": p} for p in report.conflict_notes],
+            "sync_failed": [
+                {"error": sync["last_error"], "kind": sync["last_error_kind"], "at": sync["last_attempt"]}
+            ]
+            if sync["last_ok"] is False
+            else [],
             "dangling_links": list(report.dangling_links),
             "index_usable": [{"problem": unusable}] if unusable else [],
             "index_missing": [{"path": p} for p in report.index_missing],
@@ -341,6 +358,7 @@ class Status:
             # A person's links to notes not written yet: counted, not a finding (Obsidian's idiom).
             "dangling_text_links": len(report.dangling_text_links),
             "checks": checks,
+            "sync": sync,
         }
         if self.sessions is not None:  # served over HTTP: the MCP sessions open (server/sessions.py)
             sessions: Row = dict(self.sessions())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
@@ -18,7 +19,14 @@ from vaultmem.index.embedder import Embedder
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.opening import calibration_for
 from vaultmem.sync.graph import EdgeGraph
-from vaultmem.sync.reconcile import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.reconcile import (
+    IndexListener,
+    Progress,
+    ReconcileReport,
+    reconcile,
+    reconcile_paths,
+    sync_path,
+)
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.layout import VaultLayout
@@ -49,6 +57,9 @@ class IndexKeeper:
         self.index = index
         self.graph = graph
         self.watcher: VaultWatcher | None = None
+        #: (start, stop) of what runs while the vault is watched: the daemon's sync rounds, started
+        #: after the watcher and stopped before it (``operations/sync.py``).
+        self.companions: list[tuple[Callable[[], None], Callable[[], None]]] = []
         writer.add_listener(IndexListener(index, graph))
         # Index writes that failed (a full disk under the state directory) are written again by a
         # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
@@ -89,6 +100,30 @@ class IndexKeeper:
         except IndexError_ as exc:
             log.warning("%s", exc)
         return report
+
+    def reconcile_paths(self, paths: list[str]) -> ReconcileReport:
+        """Make the index equal the vault for ``paths`` (a sync round's incoming notes; the catalog
+        already read them)."""
+        return reconcile_paths(self.layout, self.catalog, self.index, paths, edges=self.graph)
+
+    def sync_paths(self, rels: list[str]) -> dict[str, str]:
+        """:meth:`sync_path` for many paths due at once (a merge another process made, a sync
+        client's batch): the catalog reads each, then the index takes them in one batch."""
+        notes = [r for r in rels if not self.layout.is_side_file(r) and self.layout.skip_reason(r) is None]
+        plain = set(notes)
+        outcomes = {r: self.sync_path(r) for r in rels if r not in plain}
+        for rel in notes:
+            self.catalog.refresh(rel)
+        report = self.reconcile_paths(notes)
+        indexed = set(report.indexed)
+        for rel in notes:  # a missing note is "removed", as sync_path says (its commit drops it)
+            outcomes[rel] = (
+                "malformed" if rel in report.malformed
+                else "indexed" if rel in indexed
+                else "removed" if not (self.layout.root / rel).is_file()
+                else "unchanged"
+            )  # fmt: skip
+        return outcomes
 
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).
@@ -135,14 +170,19 @@ class IndexKeeper:
             quiet_period=self.settings.commit_quiet_period,
             rescan_interval=self.settings.rescan_interval,
             home=self.layout.home,
+            sync_paths=self.sync_paths,
         )
         watcher.start()
         self.watcher = watcher
         self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
+        for start, _stop in self.companions:
+            start()
         return watcher
 
     def stop_watching(self) -> None:
         """Stop the watcher (it commits the hand edits still waiting for their quiet period)."""
+        for _start, stop in self.companions:
+            stop()
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None

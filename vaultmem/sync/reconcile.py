@@ -113,10 +113,52 @@ def reconcile(
             progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
 
     report = ReconcileReport(malformed=dict(catalog.problems))
-    indexed = index.path_hashes()
     wanted = {e.path: e.content_hash for e in catalog.entries()}
+    _bring_up_to_date(layout, catalog, index, wanted, index.path_hashes(), report, batch, progress, edges)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
+    return report
+
+
+def reconcile_paths(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    paths: list[str],
+    *,
+    batch: int = 128,
+    edges: EdgeGraph | None = None,
+) -> ReconcileReport:
+    """:func:`reconcile` for ``paths`` only: what a sync round's merge changed, from its diff, so
+    1,000 incoming notes cost 1,000 reads, not a walk of the vault. The catalog must be current for
+    them (the round refreshes it under the write lock)."""
+    report = ReconcileReport(malformed={p: catalog.problems[p] for p in paths if p in catalog.problems})
+    entries = {p: e for p in paths if (e := catalog.by_path(p)) is not None}
+    wanted = {p: e.content_hash for p, e in entries.items()}
+    # A row of one of these paths under another id (the id in the file was edited) goes.
+    moved = [
+        r.id for r in index.records_for_paths(list(entries)) if r.id != index_id(entries[r.path], catalog)
+    ]
+    index.delete_ids(moved)
+    indexed = index.path_hashes_for(paths)
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges)
+    return report
+
+
+def _bring_up_to_date(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    wanted: dict[str, str],
+    indexed: dict[str, str],
+    report: ReconcileReport,
+    batch: int,
+    progress: Progress | None,
+    edges: EdgeGraph | None,
+) -> None:
+    """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted."""
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
-    stale += _untagged(catalog, index, set(stale))
+    stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     gone = [p for p in indexed if p not in wanted]
     report.unchanged = len(wanted) - len(stale)
     if gone:
@@ -147,9 +189,6 @@ def reconcile(
     report.embedded = index.texts_embedded - embedded
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
-    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
-        index.settle_failed_writes(wanted)
-    return report
 
 
 def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:

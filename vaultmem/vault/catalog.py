@@ -271,6 +271,14 @@ class Catalog:
         copy = is_conflict_copy(entry.path)
         if entry.id:
             owner = self._by_id.get(entry.id)
+            if owner is not None and owner != entry.path and self._changed_since_read(owner):
+                # The file that held the id changed since it was read: a sync's merge gave its path
+                # to another machine's note and this one a new name, and the watcher reads paths
+                # in sorted order. The id goes where it is now; the old reading is dropped, and the
+                # change to that file (its own event, or the round's list) is read as any other.
+                self._remove(owner)
+                self.problems.pop(owner, None)
+                owner = None
             if owner is not None and owner != entry.path and not (self.layout.root / owner).exists():
                 # The file that held the id is gone: a rename whose new name was seen first (the
                 # watcher takes paths in sorted order). The note keeps its id at its new path.
@@ -297,6 +305,14 @@ class Catalog:
         day = entry.created_day
         if day:
             self._days[day] += 1
+
+    def _changed_since_read(self, rel: str) -> bool:
+        known = self._by_path.get(rel)
+        try:
+            st = (self.layout.root / rel).stat()
+        except OSError:
+            return False  # gone: the caller's rule for a file that held the id applies
+        return known is None or (known.mtime_ns, known.size) != (st.st_mtime_ns, st.st_size)
 
     def _remove(self, rel: str) -> None:
         entry = self._by_path.pop(rel, None)

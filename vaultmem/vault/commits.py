@@ -9,12 +9,14 @@ forever. Commit subjects name what changed (:func:`names_in_subject`, :func:`han
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import socket
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from vaultmem.caller import Caller
@@ -78,6 +80,8 @@ class _Job:
     #: Who wrote it (None: vaultmem itself). A commit groups the writes of one author only.
     author: Author | None = None
     done: Future[None] = field(default_factory=Future)
+    #: Makes the message from the paths that still differ once staged (``GitRepo.commit_paths``).
+    describe: Callable[[list[str]], str] | None = None
 
 
 class CommitWriter:
@@ -98,6 +102,10 @@ class CommitWriter:
         self._thread: threading.Thread | None = None
         self._retry: list[_Job] = []
         self.commits = 0
+        #: Held around every commit (the vault's writer passes its commit gate, so no commit lands
+        #: while a sync round merges); told after every commit that landed (automatic sync rounds).
+        self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        self.on_commit: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if self._thread is None:
@@ -105,9 +113,15 @@ class CommitWriter:
             self._thread.start()
 
     def submit(
-        self, paths: Sequence[str], message: str, *, record: bool = True, author: Author | None = None
+        self,
+        paths: Sequence[str],
+        message: str,
+        *,
+        record: bool = True,
+        author: Author | None = None,
+        describe: Callable[[list[str]], str] | None = None,
     ) -> Future[None]:
-        job = _Job(list(paths), message, record, author)
+        job = _Job(list(paths), message, record, author, describe=describe)
         if self._thread is None:  # no writer thread (one-shot CLI): commit inline
             # Writes whose commit failed earlier (a held index.lock) ride along with this one.
             retry, self._retry = self._retry, []
@@ -167,6 +181,7 @@ class CommitWriter:
 
     def _commit(self, jobs: list[_Job]) -> None:
         real = [j for j in jobs if j.paths]
+        before = self.commits
         runs: list[list[_Job]] = []
         for job in real:  # consecutive writes of one author share a commit; order is kept
             if runs and runs[-1][0].author == job.author:
@@ -189,9 +204,16 @@ class CommitWriter:
         for job in jobs:
             if not job.done.done():
                 job.done.set_result(None)
+        if self.commits > before:
+            self.on_commit()
 
     def _commit_run(self, run: list[_Job]) -> None:
-        """One commit of ``run``'s paths, all written by one author."""
+        """One commit of ``run``'s paths, all written by one author (never while a sync round
+        merges: the gate)."""
+        with self.gate():
+            self._commit_under_gate(run)
+
+    def _commit_under_gate(self, run: list[_Job]) -> None:
         author = run[0].author
         paths = [p for j in run for p in j.paths]
         if len(run) == 1:
@@ -205,7 +227,8 @@ class CommitWriter:
             details = "\n\n".join(j.message.strip() for j in run)
             title = f"vaultmem: {len(run)} writes: {names_in_subject(subjects, sep='; ')}"
             message = f"{title}\n\n{lines}\n\n{details}\n"
-        if self.repo.commit_paths(paths, message, author):
+        describe = run[0].describe if len(run) == 1 else None
+        if self.repo.commit_paths(paths, message, author, describe):
             self.commits += 1
         elif any(j.record for j in run):
             # Two writes to one note in quick succession: the commit for the first took the

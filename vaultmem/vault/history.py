@@ -263,11 +263,19 @@ class GitRepo:
         except (OSError, GitError):
             return []
 
-    def commit_paths(self, paths: Sequence[str], message: str, author: Author | None = None) -> bool:
+    def commit_paths(
+        self,
+        paths: Sequence[str],
+        message: str,
+        author: Author | None = None,
+        describe: Callable[[list[str]], str] | None = None,
+    ) -> bool:
         """Commit exactly ``paths`` (vault-relative) with ``message``; False when nothing changed.
 
         Only the named paths are committed, so whatever a person has staged stays staged. The
-        commit's author is ``author`` (vaultmem when None); its committer is always vaultmem.
+        commit's author is ``author`` (vaultmem when None); its committer is always vaultmem. With
+        ``describe``, the message is made from the paths that differ from HEAD once staged (a path
+        another process's commit already took, such as a sync's merge, is not named).
         """
         unique = sorted(set(paths))
         if not unique:
@@ -287,6 +295,14 @@ class GitRepo:
         self._with_lock_retries(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
         )
+        if describe is not None:
+            # --no-renames: a rename would list only the new name, and leave the deletion staged
+            out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", errors="surrogateescape")
+            staged = set(out.split("\0"))
+            unique = [p for p in unique if p in staged]
+            if not unique:
+                return False
+            listed, message = "\0".join(unique).encode("utf-8", "surrogateescape"), describe(unique)
         with tempfile.NamedTemporaryFile(prefix=PATHSPEC_PREFIX, dir=self.git_dir, delete=False) as spec:
             spec.write(listed)
         try:

@@ -27,7 +27,8 @@ from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.resources import vault_template
 from vaultmem.vault.atomic import TEMP_PREFIX, atomic_write
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import IGNORED_DIRS, is_never_committed
+from vaultmem.vault.layout import IGNORED_DIRS, in_home, is_never_committed
+from vaultmem.vault.merge_driver import configure
 
 #: What a folder may hold and still count as empty (it gets the template at its root).
 _EMPTY_FOLDER_ENTRIES = frozenset({".git", ".DS_Store"})
@@ -72,9 +73,8 @@ def init_vault(root: Path, git_dir: Path | None = None, folder: str | None = Non
             written.append(f"{home}/{CONFIG_FILE}")
         if _add_ignore_lines(root / ".gitignore", _ignore_lines(home)):
             written.append(".gitignore")
-    # Issue 17 (sync): the merge driver is configured here, before the commit, so that its
-    # attributes file lands in this commit. In a vault adopted in place it belongs in vaultmem's
-    # folder (``<home>/.gitattributes`` applies to the files below it), never at the root.
+    if configure(repo, home):  # notes merge field by field between machines (docs/sync.md)
+        written.append(in_home(home, ".gitattributes"))
     if had_repo or home:
         if written:
             repo.commit_paths(written, _message(home))

@@ -32,7 +32,8 @@ from vaultmem.vault.catalog import Catalog, file_hash
 from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
-from vaultmem.vault.locks import ProcessLock
+from vaultmem.vault.locks import CommitGate, ProcessLock
+from vaultmem.vault.merge_state import recover_at_start
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
 from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
 
@@ -101,6 +102,8 @@ class VaultWriter:
         # writer last put in each file: see _settle, which keeps one author's change per commit.
         self._pending: dict[str, tuple[Author | None, Future[None]]] = {}
         self._installed: dict[str, str] = {}
+        self._gate = CommitGate(repo.git_dir / "vaultmem-commit.flock", lock_timeout)
+        self.commits.gate = self._gate.shared
         # Bumped under the process lock by every write of every vaultmem process on this vault: a
         # value other than the last one seen means another process wrote, so rescan the catalog.
         self._generation_file = layout.state_dir / "write.generation"
@@ -110,6 +113,7 @@ class VaultWriter:
         with self._process_lock, self._lock:
             sweep_temp_files(layout.root, IGNORED_DIRS)
             repo.sweep_pathspec_files()
+            recover_at_start(repo)  # a sync round a kill interrupted: before the start-up commit
             self._commit_found_at_start()
             # Files not changed since now are committed: only later changes can be a person's.
             self._clean_before = time.time() - 2.0
@@ -224,10 +228,15 @@ class VaultWriter:
         return Written(notes, plan.result)
 
     def _submit(
-        self, paths: list[str], message: str, author: Author | None, record: bool = True
+        self,
+        paths: list[str],
+        message: str,
+        author: Author | None,
+        record: bool = True,
+        describe: Callable[[list[str]], str] | None = None,
     ) -> Future[None]:
         """Queue a commit, remembering until it lands which files it holds and whose they are."""
-        future = self.commits.submit(paths, message, record=record, author=author)
+        future = self.commits.submit(paths, message, record=record, author=author, describe=describe)
         for rel in paths:
             self._pending[rel] = (author, future)
 
@@ -365,15 +374,20 @@ class VaultWriter:
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """No write of this process decides while the block runs (a catalog rescan; a sync round's
-        merge also needs the process lock, :meth:`holding`)."""
+        merge holds off every process's writes and commits, :meth:`exclusive`)."""
         with self._lock:
             yield
 
     @contextlib.contextmanager
-    def holding(self) -> Iterator[None]:
-        """No write of any vaultmem process on this vault runs while the block does."""
+    def exclusive(self) -> Iterator[None]:
+        """No write and no commit of any vaultmem process on this vault while the block runs (a
+        sync round commits pending work and merges in it). Commits queued before it land first;
+        after it, the other processes rescan their catalogs before their next write."""
         with self._process_lock, self._lock:
-            yield
+            self.commits.flush()
+            with self._gate.exclusive():
+                yield
+            self._bump_generation()
 
     def commit_hand_edits(self, paths: list[str]) -> None:
         """Queue the commit of a person's edits the watcher saw (``hand edit: <path>``, ...),
@@ -383,7 +397,13 @@ class VaultWriter:
     def _commit_hand_edits(self, paths: list[str]) -> Future[None]:
         root = self.layout.root
         deleted = {p for p in paths if not os.path.lexists(root / p)}
-        return self._submit(paths, hand_edit_message(paths, deleted), self.repo.person(), record=False)
+        return self._submit(
+            paths,
+            hand_edit_message(paths, deleted),
+            self.repo.person(),
+            record=False,
+            describe=lambda changed: hand_edit_message(changed, deleted),  # not what a merge took
+        )
 
     def close(self) -> None:
         """Commit everything pending and save derived state.
