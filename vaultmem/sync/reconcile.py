@@ -106,15 +106,10 @@ def reconcile(
     The index embeds in the background; ``wait`` returns once it has (``progress`` is told how
     far the index writer got, in notes and chunks, as it goes).
     """
-    stored, embedded = index.notes_stored, index.texts_embedded
-
-    def tell(total: int) -> None:
-        if progress:
-            progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
-
     report = ReconcileReport(malformed=dict(catalog.problems))
     wanted = {e.path: e.content_hash for e in catalog.entries()}
-    _bring_up_to_date(layout, catalog, index, wanted, index.path_hashes(), report, batch, progress, edges)
+    indexed = index.path_hashes()
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, progress, edges, wait)
     if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
         index.settle_failed_writes(wanted)
     return report
@@ -141,7 +136,7 @@ def reconcile_paths(
     ]
     index.delete_ids(moved)
     indexed = index.path_hashes_for(paths)
-    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges)
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges, False)
     return report
 
 
@@ -155,8 +150,16 @@ def _bring_up_to_date(
     batch: int,
     progress: Progress | None,
     edges: EdgeGraph | None,
+    wait: bool,
 ) -> None:
-    """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted."""
+    """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted;
+    ``wait`` returns once the index's writer has embedded them, telling ``progress`` as it goes."""
+    stored, embedded = index.notes_stored, index.texts_embedded
+
+    def tell(total: int) -> None:
+        if progress:
+            progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
+
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
     stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     gone = [p for p in indexed if p not in wanted]
