@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
 	$(BIN)/python benchmarks/cli_start.py
 	$(BIN)/python benchmarks/startup.py --sizes $(STARTUP_SIZES)
+	$(BIN)/python benchmarks/as_of.py
 
 serve: $(STAMP)
 	$(BIN)/vaultmem serve --vault "$(VAULT)" --port "$(PORT)" --init

@@ -5,7 +5,9 @@
 Builds a ``NoteIndex`` straight from the corpus rows (embeddings from ``benchmarks/out/``), with
 ``created`` stamped the way the protocol's two LoCoMo loads leave it: ``in order`` one second
 apart in conversation order; ``interleaved`` the four quarters of a conversation merged
-round-robin, one second apart (what four sessions writing at once produce). Each variant ranks
+round-robin, one second apart (what four sessions writing at once produce); ``round robin``
+turn i dealt to writer i mod 4, the four writing at once (which of a round's four writes lands
+first is drawn at random, seeded by the conversation; from research round 2). Each variant ranks
 every question from the legs' candidates; winners are confirmed with ``retrieval.py`` (MCP).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 import tempfile
@@ -40,6 +43,9 @@ from vaultmem.index.records import NoteRecord, SearchFilters  # noqa: E402
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WRITERS = 4
+#: Whether each note records the session that wrote it (``--no-sessions``: as if every note came
+#: from the CLI or a person, or a client whose connection closed between writes).
+SESSIONS = True
 
 
 @dataclass
@@ -62,14 +68,21 @@ def stamp(dataset: Dataset, order: str) -> tuple[list[NoteRecord], dict[str, str
         groups.setdefault(note.project or "", []).append(note)
     for project, rows in groups.items():
         size = -(-len(rows) // WRITERS)
+        jitter = random.Random(project)
+        rounds: dict[int, list[int]] = {}
         for i, note in enumerate(rows):
             if order == "in order":
                 slot, who = i, project
+            elif order == "round robin":  # turn i to writer i mod 4, the four writing at once
+                r, w = divmod(i, WRITERS)
+                if r not in rounds:  # which of a round's four writes lands first: by chance
+                    rounds[r] = jitter.sample(range(WRITERS), WRITERS)
+                slot, who = r * WRITERS + rounds[r][w], f"{project}/w{w}"
             else:
                 quarter, j = divmod(i, size)
                 slot, who = j * WRITERS + quarter, f"{project}/w{quarter}"
             created = (T0 + timedelta(seconds=slot)).isoformat()
-            out.append(replace(note, created=created, updated=created))
+            out.append(replace(note, created=created, updated=created, session=who if SESSIONS else None))
             writer[note.id] = who
     return out, writer
 
@@ -460,7 +473,10 @@ def main() -> None:
     parser.add_argument("variants", nargs="*", default=["bm25", "vector", "shipped"])
     parser.add_argument("--header", default="", help="EMB,BM25 neighbour headers: prev|next|both")
     parser.add_argument("--sets", default="locomo/in order,locomo/interleaved,scifact")
+    parser.add_argument("--no-sessions", action="store_true", help="notes record no writing session")
     args = parser.parse_args()
+    global SESSIONS
+    SESSIONS = not args.no_sessions
     cache = CachedEmbedder(OnnxEmbedder())
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="vaultmem-lab-") as tmp:

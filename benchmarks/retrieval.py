@@ -43,6 +43,7 @@ Prints a table per load, the issue's target table, and writes ``benchmarks/out/r
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -248,6 +249,25 @@ async def _drive(url: str, token: str, load: Load, run: DaemonRun, spy: Spy | No
     run.loadavg["after_search"] = os.getloadavg()[0]
 
 
+def index_texts(load: Load, cache: CachedEmbedder) -> list[str]:
+    """Every text the daemon's index will embed for ``load``: each note's windows, and the header
+    of a short note its session writes right after a similar one (what
+    ``vaultmem.index.note_vectors`` builds), predicted from the load's plan."""
+    from vaultmem.index.note_vectors import HEADER_FLOOR, HEADER_WORDS, SHORT_WORDS, windows_of
+
+    texts = [t for n in load.dataset.notes for t in windows_of(n)[0]]
+    for phase in load.phases:
+        for rows in phase:
+            pairs = [(b, a) for a, b in itertools.pairwise(rows) if len(b.text.split()) < SHORT_WORDS]
+            if not pairs:
+                continue
+            plain = cache.embed([embedding_text(x) for pair in pairs for x in pair])
+            for n, (note, before) in enumerate(pairs):
+                if float(plain[2 * n] @ plain[2 * n + 1]) >= HEADER_FLOOR:
+                    texts.append(f"{embedding_text(note)}\n{' '.join(before.text.split()[:HEADER_WORDS])}")
+    return texts
+
+
 def through_daemon(
     load: Load, workdir: Path, cache: CachedEmbedder | None, *, profile: bool = False
 ) -> DaemonRun:
@@ -255,9 +275,9 @@ def through_daemon(
     vault = uncapped_vault(workdir)
     run = DaemonRun(vault)
     if cache is not None:
-        texts = [embedding_text(n) for n in load.dataset.notes]
+        texts = index_texts(load, cache)
         seeded = _seed_embedding_cache(vault / ".vaultmem" / "index", texts, cache)
-        print(f"{load.name}: seeded {seeded}/{len(texts)} embeddings from the cache", file=sys.stderr)
+        print(f"{load.name}: seeded {seeded}/{len(set(texts))} embeddings from the cache", file=sys.stderr)
     run.loadavg["before"] = os.getloadavg()[0]
     daemon = Serve(vault, workdir / "config")
     stem = OUT / f"profile-{load.name.replace('/', '-').replace(' ', '-')}"
@@ -448,12 +468,17 @@ def synthetic_search_p50(size: int = 10_000, queries: int = 300) -> str:
     return f"{pct(samples, 50):.1f} ms (p95 {pct(samples, 95):.1f} ms, load {os.getloadavg()[0]:.1f})"
 
 
-def reindex_ratio(size: int = 2000) -> str:
-    from scale import reindex_throughput
+def reindex_ratio(pages: int) -> str:
+    """``benchmarks/reindex_long.py``: pages of 500-2,000 words against the raw embedder."""
+    from reindex_long import measure as reindex_long
 
-    found = reindex_throughput(size)
+    found = reindex_long(pages)
+    loads = found["load average (start, before reindex, after reindex, end)"]
+    print(json.dumps(found), file=sys.stderr)
     return (
-        f"{100 * found['ratio']:.1f}% ({found['reindex_notes_per_s']} vs {found['raw_notes_per_s']} notes/s)"
+        f"{100 * found['ratio']:.1f}% of wall time, {100 * found['ratio by CPU time']:.1f}% of CPU time "
+        f"({found['reindex chunks/s']} vs {found['raw chunks/s']} chunks/s, {pages} pages, "
+        f"{found['chunks']} chunks, load {loads})"
     )
 
 
@@ -517,6 +542,12 @@ def main() -> None:
     )
     parser.add_argument("--cold", action="store_true", help="do not seed the daemon's embedding cache")
     parser.add_argument("--skip-extras", action="store_true", help="skip the 10k synthetic and reindex rows")
+    parser.add_argument(
+        "--reindex-pages",
+        type=int,
+        default=1000,
+        help="pages of the reindex throughput row (reindex_long.py)",
+    )
     parser.add_argument("--stamped", action="store_true", help="also run the old stamped-clock protocol")
     parser.add_argument(
         "--conversations", type=int, help="only the first N LoCoMo conversations (a quick check)"
@@ -541,10 +572,12 @@ def main() -> None:
         "scifact": lambda: scifact_load(scifact),
     }
     keys = args.only or list(plans)
-    # Warm the benchmark's own cache for every note text and question (the first run embeds).
-    for dataset in [d for d in (locomo, scifact) if any(k.startswith(d.name) for k in keys)]:
-        cache.embed([embedding_text(n) for n in dataset.notes])
-        cache.embed([q.text for q in dataset.queries])
+    # Warm the benchmark's own cache for every text the index embeds and every question (the first
+    # run embeds them).
+    for key in keys:
+        load = plans[key]()
+        cache.embed(index_texts(load, cache))
+        cache.embed([q.text for q in load.dataset.queries])
         cache.save()
     report: dict[str, Any] = {"machine": machine(), "started": datetime.now(UTC).isoformat(), "loads": {}}
     for key in keys:
@@ -562,7 +595,7 @@ def main() -> None:
     extra: dict[str, Any] = {}
     if not args.skip_extras:
         extra["synthetic_p50"] = synthetic_search_p50()
-        extra["reindex"] = reindex_ratio()
+        extra["reindex"] = reindex_ratio(args.reindex_pages)
     report["extra"] = extra
     if args.stamped:
         report["stamped"] = [stamped(d, cache) for d in (locomo, scifact)]

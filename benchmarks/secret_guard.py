@@ -12,6 +12,10 @@
 - Latency of ``guard_write`` per write: a short turn, a 2 kB note, and 100 kB notes (prose of each
   corpus, and code-like text whose every line holds a secret word), p50/p95 over ``--reps`` calls;
   and the one-off cost of the first scan in a fresh process (importing detect-secrets).
+- Through the write path (issue 18, phase 2): both corpora written as notes into a fresh vault with
+  ``memory_store``'s bulk_create (1,000 rows a call) in ``redact`` mode, the guard the writer runs
+  on every plan; a note the guard touched is a false positive. And the time the writer's check adds
+  to one write (``PlanGuard.check``): a new 2 kB note, and an update of its body.
 
 Prints Markdown, with the machine and its load (``uptime``) before and after.
 """
@@ -22,17 +26,24 @@ import argparse
 import contextlib
 import json
 import random
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from _common import machine, pct
+from _common import machine, parts, pct
 from secret_samples import MAKERS, clean_texts, samples
 
+from vaultmem.caller import Caller, acting_as, redactions
+from vaultmem.config import Settings
 from vaultmem.filing.secrets import AgentWrite, SecretFound, guard_write
+from vaultmem.memory import Memory
+from vaultmem.notes import frontmatter as fm
+from vaultmem.vault.plan import FileWrite
 
 BENCH = Path(__file__).resolve().parent.parent.parent / "shared" / "bench"
 
@@ -99,6 +110,7 @@ def main() -> None:
     )
     parser.add_argument("--draws", type=int, default=200, help="random draws per synthetic secret format")
     parser.add_argument("--reps", type=int, default=200, help="calls per latency measure")
+    parser.add_argument("--skip-writer", action="store_true", help="leave out the write-path runs")
     args = parser.parse_args()
 
     print(f"Machine: {machine()}")
@@ -158,7 +170,54 @@ def main() -> None:
         p50, p95 = latency(text, args.reps if len(text) < 10_000 else max(20, args.reps // 5), mode)
         print(f"| {label} ({mode}) | {len(text.encode('utf-8')):,} B | {p50:.2f} ms | {p95:.2f} ms |")
     print(f"\nFirst scan in a fresh process (imports detect-secrets): {first_scan_ms():.0f} ms")
+    if not args.skip_writer:
+        through_the_writer(corpora, args.reps)
     print(f"\nLoad after: {uptime()}")
+
+
+def through_the_writer(corpora: dict[str, list[dict[str, str]]], reps: int) -> None:
+    """The corpora written through the real write path in redact mode; the writer's check timed."""
+    print("\n## Through the write path (bulk_create, redact mode)\n")
+    print("| corpus | notes written | notes redacted | rate | seconds |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="vaultmem-guard-") as tmp:
+        root, _ = Memory.init(Path(tmp) / "vault")
+        contract = root / "filing.yaml"
+        rules = contract.read_text(encoding="utf-8").replace("mode: refuse", "mode: redact")
+        contract.write_text(re.sub(r"daily_write_cap: \d+", "daily_write_cap: 100000", rules), "utf-8")
+        settings = Settings.resolve(root, durable=False)
+        with Memory(settings, index=False, background_commits=False) as memory, acting_as(Caller("bench")):
+            for label, rows in corpora.items():
+                start, earlier = time.perf_counter(), len(redactions())
+                for i in range(0, len(rows), 1000):
+                    chunk = [
+                        {"content": r["text"], "title": r["title"][:200] or None} for r in rows[i : i + 1000]
+                    ]
+                    memory.bulk_create(chunk)
+                touched = {str(r["path"]) for r in redactions()[earlier:]}
+                seconds = time.perf_counter() - start
+                rate = len(touched) / len(rows)
+                print(f"| {label} | {len(rows):,} | {len(touched)} | {rate:.3%} | {seconds:.1f} |")
+                for path in sorted(touched):
+                    print(f"\n- redacted: {path}")
+            guard, store = parts(memory).writer.guard, parts(memory).store
+            note = max((root / "memory").rglob("*.md"), key=lambda p: p.stat().st_size)
+            rel = str(note.relative_to(root))
+            read = store.read(rel).text
+            assert read is not None
+            text = read
+            create = [FileWrite("memory/new.md", text, create=True, action="create")]
+            update = [FileWrite(rel, fm.with_body(text, text.body + "One more line.\n"), False, "update")]
+            print("\n| the writer's check (PlanGuard.check) | size | p50 | p95 |")
+            print("|---|---|---|---|")
+            for label, writes in (("a new note", create), ("an update of its body", update)):
+                times = []
+                for _ in range(reps):
+                    began = time.perf_counter()
+                    guard.check(writes)
+                    times.append((time.perf_counter() - began) * 1000)
+                size = len(text.to_bytes())
+                print(f"| {label} | {size:,} B | {pct(times, 50):.2f} ms | {pct(times, 95):.2f} ms |")
 
 
 def guard_write_refuses(text: str) -> bool:

@@ -4,6 +4,8 @@ says so by importing one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vaultmem.memory import Memory
 from vaultmem.operations.context import Context
 from vaultmem.sync.watcher import VaultWatcher
@@ -25,3 +27,16 @@ def sync_path(memory: Memory, rel: str) -> str:
     keeper = memory._keeper
     assert keeper is not None, "opened without its index"
     return keeper.sync_path(rel)
+
+
+def on_sync_step(memory: Memory, checkpoint: Callable[[str], None]) -> None:
+    """Have ``memory``'s sync rounds call ``checkpoint`` with the name of each step (``fetched``,
+    ``committed pending``, ``marked``, ``merged``, ``filed``, ``concluded``, ``pushing``, ``pushed``)."""
+    memory._sync.checkpoint = checkpoint
+
+
+def sync_paths(memory: Memory, rels: list[str]) -> dict[str, str]:
+    """What the watcher does with many paths due at once (one index batch): ``sync_path``'s outcomes."""
+    keeper = memory._keeper
+    assert keeper is not None, "opened without its index"
+    return keeper.sync_paths(rels)

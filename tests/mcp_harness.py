@@ -18,7 +18,7 @@ import httpx2
 from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, Implementation
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import Embedder, FakeEmbedder
@@ -50,7 +50,9 @@ def http_client(token: str | None, **headers: str) -> httpx2.AsyncClient:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str, *, mode: ConnectMode = "auto") -> AsyncIterator[Client]:
+async def mcp_client(
+    url: str, token: str, *, mode: ConnectMode = "auto", client_info: Implementation | None = None
+) -> AsyncIterator[Client]:
     """An MCP client over streamable HTTP, sending the bearer token.
 
     ``mode="legacy"`` speaks the pre-2026 handshake as most hosts still do: an ``initialize`` that
@@ -58,7 +60,9 @@ async def mcp_client(url: str, token: str, *, mode: ConnectMode = "auto") -> Asy
     """
     async with (
         http_client(token) as http,
-        Client(streamable_http_client(url, http_client=http), cache=None, mode=mode) as client,
+        Client(
+            streamable_http_client(url, http_client=http), cache=None, mode=mode, client_info=client_info
+        ) as client,
     ):
         yield client
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from vaultmem.vault.history import CommitWriter, GitRepo
+from vaultmem.vault.commits import CommitWriter
+from vaultmem.vault.history import GitRepo
 
 
 def git(vault: Path, *args: str) -> str:

@@ -61,7 +61,7 @@ def test_history_follows_one_memory_newest_first(service: Memory) -> None:
     result = service.capture("v1", title="Card", source_id="ns:1")
     service.capture("v2", title="Card", source_id="ns:1")
     service.forget(result["id"])
-    messages = [e["message"].splitlines()[0] for e in service.history(result["id"])]
+    messages = [row["summary"] for row in service.history(result["id"]).items]
     assert messages == [
         "memory_forget: delete card",
         "memory_capture: update in place card",
@@ -192,7 +192,7 @@ def test_a_lock_at_close_is_committed_on_the_next_start(
     lock.release()
     reopened = open_service()
     assert git_status(vault) == ""
-    assert reopened.history(result["id"])
+    assert reopened.history(result["id"]).items
 
 
 def test_a_write_a_crash_left_uncommitted_is_committed_at_the_next_start(
@@ -229,7 +229,7 @@ def test_a_killed_background_writer_loses_nothing(open_service: OpenService, vau
     reopened = open_service()
     assert git_status(vault) == ""
     for result in results:
-        assert reopened.history(result["id"])
+        assert reopened.history(result["id"]).items
 
 
 def test_temp_files_a_crash_left_are_swept_at_start(vault: Path, open_service: OpenService) -> None:

@@ -62,7 +62,7 @@ def test_context_lends_a_share_of_the_best_adjacent_score() -> None:
         FusedScore("answer", 0.3, None, 0.5),
         FusedScore("far", 0.5, 1.0, None),
     ]
-    ranked = propagate_context(fused, {"answer": ["q"], "q": ["answer"]}, weight=0.5)
+    ranked = propagate_context(fused, {"answer": [(1, "q")], "q": [(1, "answer")]}, weight=0.5)
     scores = {f.id: f.score for f in ranked}
     assert scores == pytest.approx({"q": 1.15, "answer": 0.8, "far": 0.5})
     assert [f.id for f in ranked] == ["q", "answer", "far"]
@@ -71,7 +71,13 @@ def test_context_lends_a_share_of_the_best_adjacent_score() -> None:
 
 def test_context_weight_zero_changes_nothing() -> None:
     fused = [FusedScore("a", 1.0, 1.0, None)]
-    assert propagate_context(fused, {"a": ["b"]}, weight=0.0) == fused
+    assert propagate_context(fused, {"a": [(1, "b")]}, weight=0.0) == fused
+
+
+def test_a_neighbour_further_away_lends_less_by_the_decay_per_step() -> None:
+    fused = [FusedScore("hit", 1.0, 1.0, None), FusedScore("two-away", 0.0, None, 0.1)]
+    ranked = propagate_context(fused, {"two-away": [(2, "hit")]}, weight=0.5, decay=0.7)
+    assert next(f for f in ranked if f.id == "two-away").score == pytest.approx(0.35)
 
 
 def test_rrf_sums_weighted_reciprocal_ranks() -> None:

@@ -30,3 +30,26 @@ def test_the_fusion_settings_are_one_set_for_every_vault() -> None:
     assert configs == []  # no module-level presets: the dataclass defaults are the configuration
     source = Path(fusion.__file__).read_text(encoding="utf-8")
     assert "dict[str, FusionConfig]" not in source
+
+
+def test_the_window_header_and_episode_settings_are_one_number_each() -> None:
+    """Issue 15 phase 2: the windows of long notes, the short-note header and the coherence of an
+    episode are each one module-level number, the same for every vault (no table keyed by anything)."""
+    from vaultmem.index import chunking, episodes, fusion, note_vectors
+
+    settings = {
+        "WINDOW_WORDS": chunking.WINDOW_WORDS,
+        "OVERLAP_WORDS": chunking.OVERLAP_WORDS,
+        "SHORT_WORDS": note_vectors.SHORT_WORDS,
+        "HEADER_WORDS": note_vectors.HEADER_WORDS,
+        "HEADER_FLOOR": note_vectors.HEADER_FLOOR,
+        "SAMPLE": episodes.SAMPLE,
+        "MIN_PAIRS": episodes.MIN_PAIRS,
+        "coherence_floor": fusion.FusionConfig().coherence_floor,
+        "context_radius": fusion.FusionConfig().context_radius,
+        "context_decay": fusion.FusionConfig().context_decay,
+    }
+    assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in settings.values()), settings
+    for module in (chunking, episodes, note_vectors):
+        tables = [n for n, v in vars(module).items() if n.isupper() and isinstance(v, dict)]
+        assert tables == [], f"{module.__name__} holds a table of settings: {tables}"

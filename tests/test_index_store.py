@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -282,3 +283,34 @@ def test_context_lends_score_to_the_adjacent_turn(tmp_path: Path) -> None:
     hits = idx.searcher.search("running", SearchFilters(), 3, min_relevance=0).hits
     assert [int(h.record.id[-12:]) for h in hits][:2] == [1, 2]
     assert "context" in hits[1].match_source
+
+
+def test_a_quiet_fold_that_waited_for_a_maintenance_run_starts_no_second_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quiet fold's timer may fire while a maintenance run holds the index (a loaded machine):
+    once it gets the lock, that run has taken the pending writes in, so it must not start another
+    run (which folded a later write in too: test_a_few_rows_written_then_a_pause_do_not_start_a_fold
+    failed under load)."""
+    idx = NoteIndex(tmp_path / "state", FakeEmbedder(), maintenance_threshold=1000)
+    idx.upsert([note(i, f"seed {i}") for i in range(400)])
+    idx.wait_for_writes()
+    maintenance = idx._maintenance
+    started: list[object] = []
+    monkeypatch.setattr(maintenance, "_background", lambda fold: started.append(fold))
+    asked = threading.Event()
+    real_unindexed = idx.unindexed_rows
+
+    def unindexed() -> int:
+        asked.set()  # the quiet fold is past its own checks and about to start a run
+        return real_unindexed()
+
+    monkeypatch.setattr(idx, "unindexed_rows", unindexed)
+    with idx.apply_lock:  # a maintenance run holds the index ...
+        waiter = threading.Thread(target=maintenance._quiet_fold)
+        waiter.start()
+        assert asked.wait(30)
+        maintenance.pending_writes = 0  # ... and takes every pending write in
+    waiter.join(30)
+    assert started == []
+    idx.close()

@@ -54,7 +54,11 @@ def test_the_server_lists_the_four_memory_tools_with_the_documented_parameters(
     """Seed: the tool table (names, required and optional parameters); "snake_case with no dots".
     (The graph tools are listed too: tests/test_graph_tools.py checks them.)"""
     expected = {
-        "memory_search": ({"query"}, {"scope", "project", "kind", "limit", "include_deleted", "cursor"}),
+        # ... plus issue 18's `as_of` (time travel).
+        "memory_search": (
+            {"query"},
+            {"scope", "project", "kind", "limit", "include_deleted", "cursor", "as_of"},
+        ),
         "memory_append": ({"content", "kind"}, {"project", "title", "tags", "idempotency_key"}),
         "memory_capture": (
             {"content"},

@@ -117,8 +117,12 @@ def test_update_edits_project_yaml_key_by_key_and_follows_a_rename(
     assert answer["item"] == {"success": True, "project_id": item["id"]}
     text = path.read_text(encoding="utf-8")
     assert "name: Web Shop" in text and "# kept: a person's note\nowner: ann\n" in text
-    assert commit_count(vault) == before + 1
+    # The person's uncommitted edit is committed first, under their name (issue 18); then the update
+    # is one commit of project.yaml and the renamed project's thought.
+    assert commit_count(vault) == before + 2
+    assert git(vault, "log", "-2", "--format=%s").splitlines()[1] == f"hand edit: {rel}"
     thought = wire.recall(action="get", thought_id=tid, compact=False)["item"]
+    assert {rel, thought["path"]} <= set(git(vault, "show", "--name-only", "--format=", "HEAD").split())
     assert thought["project"] == "Web Shop" and frontmatter(vault, thought["path"])["project"] == "Web Shop"
     assert wire.recall(action="list", cwd=str(code))["meta"]["scope"]["project_name"] == "Web Shop"
     _message, error = wire.error("memory_manage", action="update", project_id="nope", name="X")

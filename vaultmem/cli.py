@@ -8,19 +8,23 @@ unless the command opens the index (``tests/test_cli_imports.py`` holds both to 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import getpass
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.config import Settings
+from vaultmem.caller import Caller, acting_as, redactions
+from vaultmem.config import Settings, find_homes
 from vaultmem.errors import VaultmemError
 
 if TYPE_CHECKING:
-    from vaultmem.memory import Memory
+    from vaultmem.memory import Memory, SyncReport
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -53,8 +57,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     from vaultmem.memory import Memory
 
     target = Path(args.path or args.vault or Settings.resolve().vault)
-    root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None)
+    root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
     print(f"{'created' if created else 'already a vault:'} {root}")
+    home = Settings.resolve(root).home
+    if home:
+        print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
     from vaultmem.server.token import ensure_token, token_path
 
     path = token_path(root)
@@ -63,15 +70,66 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clone(args: argparse.Namespace) -> int:
+    from vaultmem.memory import clone_vault
+
+    repo = clone_vault(args.url, Path(args.path), git_dir=Path(args.git_dir) if args.git_dir else None)
+    print(f"cloned {args.url} into {repo.work_tree} (notes merge field by field when machines sync)")
+    from vaultmem.server.token import ensure_token, token_path
+
+    path = token_path(repo.work_tree)
+    _, new = ensure_token(path)
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    print(f"serve it with `vaultmem serve --vault {repo.work_tree}`: it syncs with {args.url} on its own")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    # The round takes the vault's write lock and commit gate where it merges, so a daemon serving
+    # this vault waits for it (and one round at a time runs on the repository).
+    with _open(args) as memory:
+        report = memory.sync()
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False))
+    else:
+        print(_sync_summary(report))
+    if not report.ok:
+        for error in report.errors:
+            print(f"error: {error}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _sync_summary(report: SyncReport) -> str:
+    where = f"{report.remote}/{report.branch}" if report.branch else report.remote
+    lines = [
+        f"{'synced with' if report.ok else 'could not sync with'} {where}: {len(report.incoming)} paths "
+        f"came in, {report.pushed_commits} commits went out ({len(report.outgoing)} paths)"
+        + (f"; {len(report.committed)} pending edits committed first" if report.committed else "")
+    ]
+    lines += [f"  {line}" for line in report.recovery]
+    lines += [
+        f"  conflict note {copy} keeps a side of {original}" for copy, original in report.conflict_files
+    ]
+    lines += [
+        f"  {old} was filed as {new} (another machine's note took its name)" for old, new in report.renamed
+    ]
+    if report.ahead or report.behind:
+        lines.append(
+            f"  {report.ahead} commits here not on the remote, {report.behind} there not merged here"
+        )
+    return "\n".join(lines)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from vaultmem.memory import Memory
     from vaultmem.server.daemon import Daemon
     from vaultmem.server.hosts import banner
 
     settings = _settings(args)
-    if args.init and not (settings.vault / ".git").exists():
+    if args.init and (not (settings.vault / ".git").exists() or not find_homes(settings.vault)):
         root, _ = Memory.init(settings.vault)
         print(f"created a vault at {root}", file=sys.stderr)
+        settings = _settings(args)  # a vault adopted in place keeps vaultmem's state in its folder
     daemon = Daemon(settings, host=args.host, port=args.port)
     daemon.open(_progress("indexing"))
     # The token only to a terminal: under nohup or a supervisor this output is a log file.
@@ -91,17 +149,32 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from vaultmem.server.token import ensure_token, rotate_token, token_path
+    from vaultmem.server import token as tokens
 
-    path = token_path(_settings(args).vault)
-    if args.rotate:
-        token = rotate_token(path)
+    path = tokens.token_path(_settings(args).vault)
+    command = getattr(args, "token_command", None)
+    if command == "add":
+        secret = tokens.add_token(path, args.name, args.email)
+        print(f"token for {args.name} (shown this once; give it to that agent's host):", file=sys.stderr)
+        print(secret)
+    elif command == "revoke":
+        tokens.revoke_token(path, args.name)
+        print(f"revoked {args.name}: a running daemon refuses its token from the next request")
+    elif command == "list":
+        rows = tokens.list_tokens(path)
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+        for row in [] if args.json else rows:
+            shown = row["shown"] or "(printed by `vaultmem token`)"
+            print(f"{row['name']:<20} {row['name']} <{row['email']}>  {row['created'] or '-':<20}  {shown}")
+    elif args.rotate:
+        print(tokens.rotate_token(path))
         print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
     else:
-        token, new = ensure_token(path)
+        token, new = tokens.ensure_token(path)
         if new:
             print(f"no token yet: generated one in {path}", file=sys.stderr)
-    print(token)
+        print(token)
     return 0
 
 
@@ -161,31 +234,61 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    from vaultmem.limits import MAX_VERSIONS
+
     with _open(args) as memory:
         note = memory.note(args.id)
-        entries = memory.history(args.id)
+        rows: list[Any] = []
+        while True:  # every version, a page at a time
+            page = memory.history(args.id, limit=MAX_VERSIONS, offset=len(rows), diff=args.diff)
+            rows += page.items
+            if not page.items or len(rows) >= page.counts["total"]:
+                break
     if args.json:
-        print(json.dumps({"id": note.id, "path": note.path, "history": entries}, ensure_ascii=False))
+        print(json.dumps({"id": note.id, "path": note.path, "history": rows}, ensure_ascii=False))
         return 0
     print(f"{note.path}  ({note.id})")
-    for entry in entries:
-        first, _, rest = entry["message"].partition("\n")
-        print(f"\n{entry['commit'][:10]}  {entry['date']}  {entry['author']}\n    {first}")
-        for line in rest.strip().splitlines():
+    for row in rows:
+        print(f"\n{row['commit'][:10]}  {row['at']}  {row['author']}  {row['action']}\n    {row['summary']}")
+        for line in row.get("diff", "").splitlines():
             print(f"    {line}")
     return 0
 
 
-def _progress(label: str) -> Callable[[int, int], None]:
-    """A progress bar on standard error (only when it is a terminal)."""
-    interactive = sys.stderr.isatty()
+def cmd_blame(args: argparse.Namespace) -> int:
+    with _open(args) as memory:
+        blame = memory.blame(args.id)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(blame), ensure_ascii=False))
+        return 0
 
-    def show(done: int, total: int) -> None:
-        if not interactive or total <= 0:
+    def who(row: Mapping[str, Any]) -> str:
+        return f"{(row['commit'] or '-')[:10]:<10}  {row['author'][:20]:<20}  {(row['at'] or '')[:10]:<10}"
+
+    print(f"{blame.path}  ({blame.id})")
+    if blame.keys:
+        print("\nkeys:")
+        for key, row in blame.keys.items():
+            print(f"  {key:<16} {who(row)}")
+    print("\nlines:")
+    for row in blame.lines:
+        print(f"{row['line']:>5}  {who(row)}  | {row['text']}")
+    return 0
+
+
+def _progress(label: str) -> Callable[[int, int, int], None]:
+    """A progress bar of notes and chunks on standard error (only when it is a terminal)."""
+    interactive = sys.stderr.isatty()
+    last: list[tuple[int, int, int]] = []  # the state drawn last (the index is polled while it works)
+
+    def show(done: int, total: int, chunks: int) -> None:
+        if not interactive or total <= 0 or last == [(done, total, chunks)]:
             return
+        last[:] = [(done, total, chunks)]
         width = 30
         filled = int(width * done / total)
-        sys.stderr.write(f"\r{label} [{'#' * filled}{' ' * (width - filled)}] {done}/{total}")
+        bar = f"[{'#' * filled}{' ' * (width - filled)}]"
+        sys.stderr.write(f"\r{label} {bar} {done}/{total} notes, {chunks} chunks embedded")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -227,7 +330,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     print(
         f"index: {rows} notes ({len(report.indexed)} indexed, {len(report.removed)} removed, "
-        f"{report.unchanged} unchanged) in {elapsed:.1f}s"
+        f"{report.unchanged} unchanged) in {elapsed:.1f}s; {report.embedded} chunks embedded"
     )
     for _path, problem in sorted(report.malformed.items()):
         print(f"skipped malformed note: {problem}", file=sys.stderr)
@@ -244,19 +347,33 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1
     print(f"{report.notes} notes, {report.index_rows} indexed")
+    print(report.layout["explanation"])
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
         ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
         ("sync conflict copies (compare and merge by hand)", report.conflict_copies),
         (
+            "sync conflict notes (one machine's side of a note both changed: merge it into the note its "
+            "conflict_of names, then forget it)",
+            report.conflict_notes,
+        ),
+        (
             "dangling links",
             [f"{d['path']}: {d['property']} -> [[{d['target']}]]" for d in report.dangling_links],
+        ),
+        (
+            "links in a note's text to no note yet (Obsidian shows them unresolved; not a problem)",
+            [f"{d['path']}: [[{d['target']}]]" for d in report.dangling_text_links],
         ),
         ("not in the index (run `vaultmem reindex`)", report.index_missing),
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
+        (
+            "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",
+            [f"{s['path']}: {s['kind']} ({s['field']} line {s['line']})" for s in report.secrets],
+        ),
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
@@ -326,6 +443,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("init", cmd_init, "Create a vault (template folders, filing contract, git repository).")
     p.add_argument("path", nargs="?", help="where to create it (default: --vault)")
     p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+    p.add_argument(
+        "--folder",
+        metavar="NAME",
+        help="vaultmem's own folder in a vault that already holds notes (default: Memory)",
+    )
+
+    p = add("clone", cmd_clone, "Make a vault on this machine from a git remote other machines sync with.")
+    p.add_argument(
+        "url", help="the remote: a path to a bare repository, ssh://..., git@host:..., https://..."
+    )
+    p.add_argument("path", help="the new vault's folder (must not exist, or be empty)")
+    p.add_argument("--git-dir", metavar="DIR", help="keep the git repository outside the vault")
+
+    p = add(
+        "sync",
+        cmd_sync,
+        "Sync with the git remote once: commit pending edits, fetch, merge note by note, push.",
+    )
+    p.add_argument("--json", action="store_true", help="print the round's report as JSON")
 
     p = add(
         "serve", cmd_serve, "Run the daemon: MCP over HTTP on 127.0.0.1, the watcher and the commit queue."
@@ -336,8 +472,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("mcp", cmd_mcp, "Serve the memory tools over stdio, for MCP hosts that start a process.")
 
-    p = add("token", cmd_token, "Print the daemon's bearer token (generating one if there is none).")
-    p.add_argument("--rotate", action="store_true", help="replace the token with a new one")
+    p = add("token", cmd_token, "Print the default bearer token (made if missing); named tokens per agent.")
+    p.add_argument("--rotate", action="store_true", help="replace the default token with a new one")
+    actions = p.add_subparsers(dest="token_command", metavar="ACTION")
+
+    def token_action(name: str, help_text: str) -> argparse.ArgumentParser:
+        return actions.add_parser(name, help=help_text, description=help_text, parents=[common])
+
+    t = token_action("add", "Make a token for one agent; its writes are committed under its name.")
+    t.add_argument("name", help="the agent's name: letters, digits, '.', '_', '-' (e.g. cursor)")
+    t.add_argument("--email", help="the address its commits carry (default NAME@vaultmem.local)")
+    t = token_action("list", "List the tokens: names, authors, when made (never a token).")
+    t.add_argument("--json", action="store_true", help="print the list as JSON")
+    t = token_action("revoke", "Revoke an agent's token (a running daemon refuses it at once).")
+    t.add_argument("name", help="the token's name")
 
     p = add("append", cmd_append, "Write a reviewed memory (idempotent on --idempotency-key).")
     p.add_argument("content", help="the memory's Markdown text, or - to read standard input")
@@ -378,10 +526,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("doctor", cmd_doctor, "Check that vault, index and git history agree (reads only).")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add("log", cmd_log, "Show a memory's git history, newest first.")
+    p = add("log", cmd_log, "Show a memory's versions, newest first: who, when, what (renames followed).")
     p.add_argument("id", help="the memory's id")
+    p.add_argument("--diff", action="store_true", help="show each version's change as a diff")
     p.add_argument("--json", action="store_true", help="print the history as JSON")
+
+    p = add("blame", cmd_blame, "Show who last wrote each line and each frontmatter key of a memory.")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
     return parser
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return f"uid-{os.getuid()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -392,7 +552,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         handler: Handler = args.handler
-        return handler(args)
+        with acting_as(Caller(_os_user(), transport="cli")):  # its commits carry the OS user's name
+            code = handler(args)
+            for found in redactions():
+                print(f"redacted {found['kind']} ({found['field']} line {found['line']})", file=sys.stderr)
+        return code
     except VaultmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -21,6 +21,41 @@ DEFAULT_VAULT = "~/vaultmem-vault"
 CONFIG_FILE = "vaultmem.yaml"
 #: The state directory's name inside the vault when none is configured (git-ignored, never read).
 STATE_DIRNAME = ".vaultmem"
+#: The vault's copy of the filing contract, in vaultmem's folder (the root, or its own folder).
+CONTRACT_FILE = "filing.yaml"
+#: The default name of vaultmem's own folder in a vault adopted in place (``vaultmem init``).
+DEFAULT_HOME = "Memory"
+
+
+def find_homes(vault: Path) -> list[str]:
+    """Where vaultmem keeps its files in ``vault``, as the vault itself says (so another machine
+    opening the same vault finds the same place): ``[""]`` when its filing contract or settings
+    file is at the root (a vault vaultmem made, or one made by an earlier version), else every
+    top-level folder holding a ``vaultmem.yaml`` (a vault adopted in place: normally one), else
+    ``[""]`` again when vaultmem's state or project desk is at the root. Empty when the vault shows
+    none of these (not a vault yet): vaultmem then files at the root, as it always did."""
+    if (vault / CONTRACT_FILE).is_file() or (vault / CONFIG_FILE).is_file():
+        return [""]
+    try:
+        with os.scandir(vault) as listing:
+            folders = sorted(e.name for e in listing if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return []
+    marked = [name for name in folders if (vault / name / CONFIG_FILE).is_file()]
+    if marked:
+        return marked
+    # A vault of vaultmem's own whose contract copy was removed: its state or its project desk
+    # (``desk/projects``) at the root still says where it files.
+    if (vault / STATE_DIRNAME).is_dir() or (vault / "desk" / "projects").is_dir():
+        return [""]
+    return []
+
+
+def memory_home(vault: Path) -> str:
+    """vaultmem's folder in ``vault``, relative to its root ("" for the root): see :func:`find_homes`
+    (two folders claiming it is a mistake ``vaultmem doctor`` reports; the first in name order wins)."""
+    homes = find_homes(vault)
+    return homes[0] if homes else ""
 
 
 @dataclass(frozen=True)
@@ -29,6 +64,9 @@ class Settings:
 
     vault: Path
     state_dir: Path
+    #: vaultmem's own folder in the vault, relative to it: "" when its files are at the root, or
+    #: the folder ``vaultmem init`` made in a vault that already held notes (``Memory``).
+    home: str = ""
     #: Seconds to wait for a git ``index.lock`` another process holds before giving up.
     git_lock_timeout: float = 5.0
     #: Seconds to wait for the cross-process vault write lock.
@@ -73,6 +111,13 @@ class Settings:
     #: Seconds the requests being answered get to finish, and be answered, when the daemon stops
     #: (event streams end at once). Below a supervisor's own stop timeout (systemd: 90 s).
     shutdown_grace: float = 60.0
+    #: Sync between machines through the vault repository's git remote (docs/sync.md): the remote's
+    #: name; seconds between the daemon's rounds (it fetches what other machines pushed), and seconds
+    #: after a write (an agent's or a hand edit's commit) before the round that pushes it. 0 turns
+    #: either off; nothing syncs on its own while the repository has no such remote.
+    sync_remote: str = "origin"
+    sync_interval: float = 300.0
+    sync_debounce: float = 10.0
 
     @staticmethod
     def resolve(
@@ -81,17 +126,19 @@ class Settings:
         **overrides: Any,
     ) -> Settings:
         """Settings from explicit values, then the environment, then ``<vault>/vaultmem.yaml``,
-        then the defaults (``~/vaultmem-vault`` and ``<vault>/.vaultmem``)."""
+        then the defaults (``~/vaultmem-vault`` and ``<vault>/<home>/.vaultmem``, where ``home`` is
+        vaultmem's folder in the vault, the root unless the vault was adopted in place)."""
         vault_path = Path(vault or os.environ.get("VAULTMEM_VAULT") or DEFAULT_VAULT).expanduser()
         vault_path = vault_path.resolve()
+        home = memory_home(vault_path)
         state = state_dir or os.environ.get("VAULTMEM_STATE_DIR")
-        state_path = Path(state).expanduser().resolve() if state else vault_path / STATE_DIRNAME
-        settings = Settings(vault=vault_path, state_dir=state_path)
-        settings = replace(settings, **_file_overrides(vault_path / CONFIG_FILE))
+        state_path = Path(state).expanduser().resolve() if state else vault_path / home / STATE_DIRNAME
+        settings = Settings(vault=vault_path, state_dir=state_path, home=home)
+        settings = replace(settings, **_file_overrides(vault_path / home / CONFIG_FILE))
         return replace(settings, **overrides)
 
 
-_TUNABLE = {f.name for f in fields(Settings)} - {"vault", "state_dir"}
+_TUNABLE = {f.name for f in fields(Settings)} - {"vault", "state_dir", "home"}
 
 
 def _file_overrides(path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@
     ├── CapReached                 the daily write cap refuses a new note (wait, or raise the cap)
     ├── VaultError                 the vault on disk is unusable (missing, read-only)
     │   ├── MalformedNote          a note's frontmatter cannot be read (reported, never rewritten)
+    │   ├── VaultBusy              another vaultmem process held a lock of the vault too long (retry)
     │   └── GitError               git refused an operation
     │       └── GitLocked          another process holds git's lock (the change is safe on disk)
     └── IndexError_                the derived index is unavailable (rebuild it with `vaultmem reindex`)
@@ -61,6 +62,12 @@ class VaultError(VaultmemError):
 
 class MalformedNote(VaultError):
     """A note's frontmatter cannot be read; the file is reported and left untouched."""
+
+
+class VaultBusy(VaultError):
+    """Another vaultmem process (or a sync round) held one of the vault's locks past its timeout."""
+
+    retryable = True
 
 
 class GitError(VaultError):

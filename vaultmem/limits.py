@@ -9,6 +9,7 @@ from vaultmem.operations.edge_review import DEFAULT_MAX_PROPOSALS, MAX_PROPOSALS
 from vaultmem.operations.edge_review import MAX_BATCH as MAX_PROPOSAL_BATCH
 from vaultmem.operations.edge_review import MAX_LIST_LIMIT as MAX_QUEUE_LIMIT
 from vaultmem.operations.edges import MAX_LINKS, MAX_UNLINKS
+from vaultmem.operations.history import DEFAULT_VERSIONS, MAX_VERSIONS
 from vaultmem.operations.recall import MAX_LIST_LIMIT, MAX_SEARCH_LIMIT
 from vaultmem.operations.reflect import DEFAULT_WAKE_DAYS, MAX_WAKE_DAYS
 from vaultmem.operations.results import THOUGHT_COLUMNS
@@ -21,8 +22,8 @@ from vaultmem.operations.thoughts import MAX_BULK
 
 __all__ = [
     "DEFAULT_FRONTIER_LIMIT", "DEFAULT_GRAPH_LIMIT", "DEFAULT_MAX_PROPOSALS", "DEFAULT_SLOTS_LIMIT",
-    "DEFAULT_WAKE_DAYS", "EDGE_TYPES", "LOW_SPACE_MIB", "MAX_BATCH", "MAX_BULK", "MAX_FRONTIER_LIMIT",
-    "MAX_GRAPH_LIMIT", "MAX_LIMIT", "MAX_LINKS", "MAX_LIST_LIMIT", "MAX_MEMBERS", "MAX_PROPOSALS",
-    "MAX_PROPOSAL_BATCH", "MAX_QUEUE_LIMIT", "MAX_RETENTION_LIMIT", "MAX_SEARCH_LIMIT", "MAX_SOURCES",
-    "MAX_UNLINKS", "MAX_WAKE_DAYS", "THOUGHT_COLUMNS",
+    "DEFAULT_VERSIONS", "DEFAULT_WAKE_DAYS", "EDGE_TYPES", "LOW_SPACE_MIB", "MAX_BATCH", "MAX_BULK",
+    "MAX_FRONTIER_LIMIT", "MAX_GRAPH_LIMIT", "MAX_LIMIT", "MAX_LINKS", "MAX_LIST_LIMIT", "MAX_MEMBERS",
+    "MAX_PROPOSALS", "MAX_PROPOSAL_BATCH", "MAX_QUEUE_LIMIT", "MAX_RETENTION_LIMIT", "MAX_SEARCH_LIMIT",
+    "MAX_SOURCES", "MAX_UNLINKS", "MAX_VERSIONS", "MAX_WAKE_DAYS", "THOUGHT_COLUMNS",
 ]  # fmt: skip

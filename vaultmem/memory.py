@@ -31,6 +31,7 @@ from vaultmem.operations.crystallize import Crystallize
 from vaultmem.operations.doctor import DoctorReport
 from vaultmem.operations.edge_review import EdgeReview
 from vaultmem.operations.edges import Edges
+from vaultmem.operations.history import Blame, History
 from vaultmem.operations.memories import AppendResult, CaptureResult, ForgetResult, Memories
 from vaultmem.operations.placement import Placement
 from vaultmem.operations.primers import Primers
@@ -42,10 +43,11 @@ from vaultmem.operations.retention import Retention
 from vaultmem.operations.search import Search, SearchRequest, SearchResult
 from vaultmem.operations.status import DEFAULT_FRONTIER_LIMIT, DEFAULT_SLOTS_LIMIT, Status
 from vaultmem.operations.supersede import MergeSpec, Supersede
+from vaultmem.operations.sync import Syncing, SyncReport, clone_vault
 from vaultmem.operations.thoughts import NewThought, Thoughts
 from vaultmem.sync.reconcile import Progress, ReconcileReport
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.history import Commit, GitRepo
+from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.store import NoteStore
@@ -55,16 +57,11 @@ if TYPE_CHECKING:
     from vaultmem.sync.keeper import IndexKeeper
 
 __all__ = [
-    "Answer", "AppendResult", "CaptureResult", "Clock", "Commit", "DoctorReport", "Embedder",
+    "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
     "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
-    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "Thought",
-    "WithColumns", "init_vault",
+    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "SyncReport",
+    "Thought", "WithColumns", "clone_vault", "init_vault",
 ]  # fmt: skip
-
-
-SLOTS_WARNING = (
-    "no project scope — the project-scoped slot overrides were not applied (pass cwd to read them)"
-)
 
 
 class Memory:
@@ -80,20 +77,17 @@ class Memory:
         background_commits: bool = True,
     ) -> None:
         self.settings = settings
-        layout = VaultLayout(settings.vault, settings.state_dir)
+        layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
         if not layout.root.is_dir():
             raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
         if not repo.is_repo():
             raise VaultError(
-                f"{layout.root} is not the top of a git repository of its own; run "
-                f"`vaultmem init {layout.root}` "
-                "to make it a vault (existing notes are kept)"
+                f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
+                f"{layout.root}` to make it a vault (existing notes are kept)"
             )
-        if index:
-            # Opening builds ~10 objects per note; what exists now (modules, classes) lives as long
-            # as the process: frozen out of the collector's way (docs/architecture.md, "Starting fast").
-            gc.freeze()
+        if index:  # what exists now lives as long as the process: out of the collector's way
+            gc.freeze()  # (opening builds ~10 objects per note: docs/architecture.md, "Starting fast")
         catalog = Catalog(layout)
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
@@ -143,6 +137,8 @@ class Memory:
         self._review = EdgeReview(ctx, self._placement)
         self._retention = Retention(ctx, self._supersede, self._primers)
         self._crystallize = Crystallize(ctx)
+        self._history = History(ctx)
+        self._sync = Syncing(ctx, self._keeper)
         if index:
             gc.freeze()
 
@@ -152,8 +148,12 @@ class Memory:
         return self._kept().reconcile(progress)
 
     def start_watching(self) -> None:
-        """Watch the vault: hand edits indexed within a second, committed after a quiet period."""
+        """Watch the vault: hand edits indexed, then committed; the sync rounds run meanwhile too."""
         self._kept().start_watching()
+
+    def sync(self) -> SyncReport:
+        """One round with the git remote (commit, fetch, merge, push); the index re-reads what came in."""
+        return self._sync.round()
 
     def flush(self, timeout: float = 60.0) -> None:
         """Wait until every acknowledged write is committed."""
@@ -164,13 +164,14 @@ class Memory:
         self._status.sessions = counts
 
     def close(self) -> None:
-        """Stop watching (committing pending hand edits), flush the commits, close the index."""
+        """Stop syncing and watching (committing pending hand edits), flush the commits, close the index."""
         try:
             if self._keeper is not None:
                 self._keeper.stop_watching()
             self._ctx.writer.close()
         finally:
             if self._keeper is not None:
+                self._ctx.close()  # what reading the past started, before the index it reads closes
                 self._keeper.index.close()
                 self._warmup.join()
 
@@ -234,9 +235,14 @@ class Memory:
         """The note with this id (any status), as its file is now."""
         return self._memories.note(note_id)
 
-    def history(self, note_id: str) -> list[Commit]:
-        """A note's git history, newest first, following renames."""
-        return self._memories.history(note_id)
+    def history(self, note_id: str | None, version: str | None = None, limit: int | None = None,
+                offset: int = 0, *, diff: bool = False) -> Answer:  # fmt: skip
+        """``memory_recall history``, ``vaultmem log``: a note's versions (``version``: one, with text)."""
+        return self._history.answer(note_id, version, limit, offset, diff=diff)
+
+    def blame(self, note_id: str) -> Blame:
+        """``vaultmem blame``: who last wrote each line and each frontmatter key of a note."""
+        return self._history.blame(note_id)
 
     def kinds(self) -> list[str]:
         """The kinds of the filing contract (ContractError when it does not load)."""
@@ -264,9 +270,11 @@ class Memory:
         given = _scoped(spec, scope) if spec is not None else None
         return self._recalled(self._recall.context(given, thought_id, max_degree), scope)
 
-    def recall_get(self, thought_id: str | None, include_edges: bool = False) -> Answer:
-        """``get``: one thought, with its incident edges if asked."""
-        return self._recalled(self._recall.get(thought_id, include_edges), Scope())
+    def recall_get(
+        self, thought_id: str | None, include_edges: bool = False, as_of: str | None = None
+    ) -> Answer:
+        """``get``: one thought, with its incident edges if asked (or as it was ``as_of``)."""
+        return self._recalled(self._recall.get(thought_id, include_edges, as_of), Scope())
 
     def recall_chain(self, thought_id: str | None, max_degree: int) -> Answer:
         """``chain``: a thought and its parent/develops chain."""
@@ -413,10 +421,7 @@ class Memory:
     def slots(self, cwd: str | None, slots_limit: int = DEFAULT_SLOTS_LIMIT, offset: int = 0) -> Answer:
         """``slots``: project context, active goals, pending items, architecture decisions."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        answer = self._status.slots(self._project(scope), slots_limit, offset)
-        if not scope.given:
-            answer.warnings.append(SLOTS_WARNING)
-        return _with(answer, scope)
+        return _with(self._status.slots(self._project(scope), slots_limit, offset, scope.given), scope)
 
     def frontier(self, cwd: str | None, limit: int = DEFAULT_FRONTIER_LIMIT) -> Answer:
         """``frontier``: what needs attention (pending, contradictions, unfiled, stale)."""
@@ -567,7 +572,7 @@ class Memory:
             return rebuild_index(
                 self.settings, ctx.layout, ctx.catalog, embedder_for(self.settings), progress
             )
-        report = self.reconcile(progress)
+        report = self._kept().reconcile(progress, wait=True)
         return report, ctx.index.count()
 
     @staticmethod
@@ -577,9 +582,10 @@ class Memory:
         return doctor.diagnose_vault(settings)
 
     @staticmethod
-    def init(path: Path, git_dir: Path | None = None) -> tuple[Path, bool]:
-        """``vaultmem init``: make ``path`` a vault (template, filing contract, git); (root, created)."""
-        return init_vault(path, git_dir)
+    def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
+        """``vaultmem init``: make ``path`` a vault (template, filing contract, git), in a folder of
+        its own (``folder``, default Memory/) when ``path`` already holds notes; (root, created)."""
+        return init_vault(path, git_dir, folder)
 
 
 def _scoped(spec: SearchSpec, scope: Scope) -> SearchSpec:

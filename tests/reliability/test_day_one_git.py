@@ -22,7 +22,8 @@ from layers import parts
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
 
 from vaultmem.server.daemon import Daemon
-from vaultmem.vault.history import CommitWriter, GitRepo
+from vaultmem.vault.commits import CommitWriter
+from vaultmem.vault.history import Author, GitRepo
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 NOTE = "---\ntitle: Espresso ratio\nkind: preference\n---\nOne to two, eighteen grams in.\n"
@@ -126,6 +127,43 @@ def test_a_grouped_commit_names_the_writes_it_carries(vault: Path, held_lock: He
     assert git(vault, "log", "-1", "--format=%s").strip() == (
         "vaultmem: 4 writes: memory_append: add n0; memory_append: add n1; memory_append: add n2 and 1 more"
     )
+
+
+def test_a_grouped_commit_holds_the_writes_of_one_author_only(vault: Path, held_lock: HeldLock) -> None:
+    """Issue 18: writes of two agents queued while git was busy are not one commit under one name:
+    each run of one author's writes is its own commit, in the order they were made."""
+    writer = CommitWriter(GitRepo(vault, lock_timeout=0.2), retry_delay=0.05)
+    writer.start()
+    authors = [Author("alice", "alice@vaultmem.local"), Author("bob", "bob@vaultmem.local")]
+    try:
+        held_lock.take(vault)
+        for i in range(6):
+            (vault / "memory" / "semantic" / f"n{i}.md").write_text(f"note {i}\n", encoding="utf-8")
+            who = authors[i // 2 % 2]  # alice, alice, bob, bob, alice, alice
+            writer.submit([f"memory/semantic/n{i}.md"], f"memory_append: add n{i}\n", author=who)
+        wait_for(lambda: len(writer._retry) == 6)  # every write waits for the lock
+        held_lock.release()
+        writer.flush()
+    finally:
+        writer.close()
+    log = git(vault, "log", "-3", "--format=%x1e%an %s", "--name-only").split("\x1e")[1:]
+    assert [[line for line in entry.splitlines() if line] for entry in log] == [
+        [
+            "alice vaultmem: 2 writes: memory_append: add n4; memory_append: add n5",
+            "memory/semantic/n4.md",
+            "memory/semantic/n5.md",
+        ],
+        [
+            "bob vaultmem: 2 writes: memory_append: add n2; memory_append: add n3",
+            "memory/semantic/n2.md",
+            "memory/semantic/n3.md",
+        ],
+        [
+            "alice vaultmem: 2 writes: memory_append: add n0; memory_append: add n1",
+            "memory/semantic/n0.md",
+            "memory/semantic/n1.md",
+        ],
+    ]
 
 
 # -- item 9: git locks ----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -10,14 +11,15 @@ from typing import Any
 
 import jsonschema
 
+from vaultmem.config import CONTRACT_FILE, memory_home
 from vaultmem.errors import ContractError, MalformedNote
 from vaultmem.filing.secrets import SecretsMode
 from vaultmem.resources import contract_schema, shipped_contract
 from vaultmem.safe_yaml import load_yaml_mapping
 from vaultmem.vault.layout import IGNORED_DIRS
 
-#: Where a vault keeps its own copy of the contract (it wins over the shipped one).
-VAULT_CONTRACT = "filing.yaml"
+#: Where a vault keeps its own copy of the contract, in vaultmem's folder (it wins over the shipped one).
+VAULT_CONTRACT = CONTRACT_FILE
 
 
 @lru_cache(maxsize=1)
@@ -49,6 +51,9 @@ class Contract:
     max_tag_chars: int
     #: What a write holding a secret does (see vaultmem.filing.secrets).
     secrets_mode: SecretsMode = "refuse"
+    #: vaultmem's folder in the vault ("" for the root). The contract's folders are relative to
+    #: it; the ones above (``kinds``, ``projects_root``, ``projects_desk``) are vault paths already.
+    home: str = ""
 
     def resolve_kind(self, kind: str) -> str:
         """The contract kind for ``kind`` (an alias maps to its target); ContractError-free."""
@@ -102,15 +107,21 @@ def dir_problem(folder: str) -> str | None:
     return None
 
 
-def load_contract(vault_root: Path | None = None) -> Contract:
+def load_contract(vault_root: Path | None = None, home: str | None = None) -> Contract:
     """The vault's contract when it has one, else the shipped one, validated.
 
+    The vault's copy is ``filing.yaml`` in vaultmem's folder ``home`` (the root, or the folder
+    ``vaultmem init`` made in a vault that already held notes; read from the vault unless given),
+    and the folders it names are relative to that folder: the same contract files into the root of
+    a vault vaultmem made and into ``Memory/`` of one it adopted, never into the person's folders.
     Raise :class:`ContractError` naming the file and what is wrong when it does not validate;
     writes stop until it is fixed.
     """
     path = shipped_contract()
-    if vault_root is not None and (vault_root / VAULT_CONTRACT).is_file():
-        path = vault_root / VAULT_CONTRACT
+    if home is None:
+        home = memory_home(vault_root) if vault_root is not None else ""
+    if vault_root is not None and (vault_root / home / VAULT_CONTRACT).is_file():
+        path = vault_root / home / VAULT_CONTRACT
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -119,28 +130,42 @@ def load_contract(vault_root: Path | None = None) -> Contract:
         data = load_yaml_mapping(text, source=str(path))
     except MalformedNote as exc:
         raise ContractError(f"the filing contract {path} is not valid YAML: {exc}") from exc
-    return contract_from_data(data, path)
+    return in_folder(contract_from_data(data, path), home)
+
+
+def in_folder(contract: Contract, home: str) -> Contract:
+    """``contract`` with its folders made vault paths under vaultmem's folder ``home``."""
+    if not home:
+        return contract
+    return dataclasses.replace(
+        contract,
+        kinds={kind: f"{home}/{folder}" for kind, folder in contract.kinds.items()},
+        projects_root=f"{home}/{contract.projects_root}",
+        projects_desk=f"{home}/{contract.projects_desk}",
+        home=home,
+    )
 
 
 class VaultContract:
     """A vault's filing contract as it is now: re-read (and checked) when its file changes."""
 
-    def __init__(self, vault_root: Path, forbidden: list[Path]) -> None:
+    def __init__(self, vault_root: Path, forbidden: list[Path], home: str = "") -> None:
         self.vault_root = vault_root
+        self.home = home
         #: Where this vault keeps git and its state (either may be configured elsewhere): no class
         #: directory may lead there.
         self.forbidden = forbidden
         self._loaded: tuple[tuple[str, int, int], Contract] | None = None
 
     def current(self) -> Contract:
-        vault_copy = self.vault_root / VAULT_CONTRACT
+        vault_copy = self.vault_root / self.home / VAULT_CONTRACT
         try:
             st = vault_copy.stat()
             stamp = (str(vault_copy), st.st_mtime_ns, st.st_size)
         except OSError:
             stamp = ("shipped", 0, 0)
         if self._loaded is None or self._loaded[0] != stamp:
-            contract = load_contract(self.vault_root)
+            contract = load_contract(self.vault_root, self.home)
             contract.check_directories(self.vault_root, self.forbidden)
             self._loaded = (stamp, contract)
         return self._loaded[1]

@@ -108,8 +108,9 @@ class ProjectRegistry:
     def space_for(self, contract: Contract, project: str) -> str:
         """The vault-relative folder a project's entries are filed in.
 
-        The vault-root ``Projects/<project>`` when that folder exists (matched exactly, then
-        case-insensitively), else ``desk/projects/<project slug>``.
+        ``Projects/<project>`` in vaultmem's folder (the vault root, or ``Memory/`` in a vault
+        adopted in place) when that folder exists (matched exactly, then case-insensitively), else
+        ``desk/projects/<project slug>`` there.
         """
         root_dir = self.root / contract.projects_root
         if root_dir.is_dir():

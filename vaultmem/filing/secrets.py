@@ -162,6 +162,12 @@ def redact(text: str, findings: Sequence[Finding]) -> str:
     return "".join(out)
 
 
+def without_secrets(text: str) -> str:
+    """``text`` with every secret in it replaced by its marker (for what is made from it: a file name)."""
+    found = find_secrets(text)
+    return redact(text, found) if found else text
+
+
 # -- the write path's API ---------------------------------------------------------------------------
 
 
@@ -251,9 +257,16 @@ def scan_note_file(path: Path) -> list[Finding]:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise VaultError(f"cannot read {path} to scan it for secrets: {exc}") from exc
+    return scan_note_text(text, str(path))
+
+
+def scan_note_text(text: str, source: str = "note") -> list[Finding]:
+    """:func:`scan_note_file` on a note's text already read."""
     findings = find_secrets(text, "note")
+    if not findings:
+        return findings
     try:
-        note = parse(text, source=str(path))
+        note = parse(text, source=source)
     except MalformedNote:
         return findings
     if not note.has_frontmatter:
@@ -279,4 +292,6 @@ __all__ = [
     "marker",
     "redact",
     "scan_note_file",
+    "scan_note_text",
+    "without_secrets",
 ]

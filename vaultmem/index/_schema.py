@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,11 @@ import numpy.typing as npt
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
+from vaultmem.errors import IndexError_
 from vaultmem.index.records import NoteRecord
+
+#: A note's chunks beyond its first window: body spans ``(m, 2)`` and vectors ``(m, dim)``.
+Chunks = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
 
 RECORD_COLUMNS = (
     "id",
@@ -25,16 +30,24 @@ RECORD_COLUMNS = (
     "content_hash",
     "created",
     "updated",
+    "session",
 )
 
 
 def notes_schema(dim: int) -> pa.Schema:
     """The ``notes`` table: the record, the BM25 text and the vector."""
-    fields = [pa.field(name, pa.string(), nullable=name == "project") for name in RECORD_COLUMNS]
+    fields = [pa.field(name, pa.string(), nullable=name in ("project", "session")) for name in RECORD_COLUMNS]
     fields[RECORD_COLUMNS.index("tags")] = pa.field("tags", pa.list_(pa.string()), nullable=False)
     fields.append(pa.field("search_text", pa.string(), nullable=False))
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))
+    # A long note's windows beyond the first: body spans (start, end, start, end, ...) and vectors.
+    fields.append(pa.field("chunk_spans", pa.list_(pa.int32()), nullable=False))
+    fields.append(pa.field("chunk_vectors", pa.list_(pa.list_(pa.float32(), dim)), nullable=False))
     return pa.schema(fields)
+
+
+#: The notes table's columns of a long note's chunks (absent from tables of an older layout).
+CHUNK_COLUMNS = ("chunk_spans", "chunk_vectors")
 
 
 def cache_schema() -> pa.Schema:
@@ -65,13 +78,47 @@ async def create_note_indices(table: Any) -> None:
     await table.create_index("status", config=Bitmap())
 
 
-def note_row(record: NoteRecord, text_for_search: str, vector: npt.NDArray[np.float32]) -> dict[str, Any]:
+def note_row(
+    record: NoteRecord,
+    text_for_search: str,
+    vector: npt.NDArray[np.float32],
+    chunk_spans: npt.NDArray[np.int32],
+    chunk_vectors: npt.NDArray[np.float32],
+) -> dict[str, Any]:
     """One ``notes`` row."""
     row: dict[str, Any] = {name: getattr(record, name) for name in RECORD_COLUMNS}
     row["tags"] = list(record.tags)
     row["search_text"] = text_for_search
     row["vector"] = vector
+    row["chunk_spans"] = chunk_spans.reshape(-1).tolist()
+    row["chunk_vectors"] = list(chunk_vectors)
     return row
+
+
+def _column(table: pa.Table | pa.RecordBatch, name: str) -> Any:
+    """One column as a single Arrow array (a table's column may come in chunks, a batch's not)."""
+    column = table[name]
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def chunks_from_table(table: pa.Table | pa.RecordBatch, dim: int) -> list[Chunks]:
+    """Each row's chunk spans (``(m, 2)``) and vectors (``(m, dim)``), from the chunk columns."""
+    spans = _column(table, "chunk_spans")
+    vectors = _column(table, "chunk_vectors")
+    span_at = spans.offsets.to_numpy()
+    vec_at = vectors.offsets.to_numpy()
+    span_values = spans.flatten().to_numpy(zero_copy_only=False).astype(np.int32).reshape(-1, 2)
+    vec_values = vectors.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    none = (np.zeros((0, 2), dtype=np.int32), np.zeros((0, dim), dtype=np.float32))
+    out = []
+    for i in range(table.num_rows):
+        a, b = int(vec_at[i] - vec_at[0]), int(vec_at[i + 1] - vec_at[0])
+        if a == b:
+            out.append(none)
+            continue
+        s, e = int(span_at[i] - span_at[0]) // 2, int(span_at[i + 1] - span_at[0]) // 2
+        out.append((span_values[s:e], vec_values[a:b]))
+    return out
 
 
 def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
@@ -86,7 +133,11 @@ def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
     def share(values: list[Any]) -> list[Any]:
         return [v if v is None else sys.intern(v) for v in values]
 
-    columns = {name: table[name].to_pylist() for name in RECORD_COLUMNS}
+    present = set(table.schema.names)  # an older layout lacks some columns
+    columns = {
+        name: table[name].to_pylist() if name in present else [None] * table.num_rows
+        for name in RECORD_COLUMNS
+    }
     # status, kind, project: a handful of values; id, path, title, content_hash, created: the
     # catalog holds them too (vault/catalog.py interns the same columns of its cache).
     for name in ("status", "kind", "project", "id", "path", "title", "content_hash", "created"):
@@ -99,19 +150,23 @@ def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
 
 
 async def read_notes(
-    table: Any, dim: int, *, with_vectors: bool
-) -> tuple[list[NoteRecord], npt.NDArray[np.float32]]:
-    """Every row of the ``notes`` table (LanceDB's asynchronous handle): records, and their vectors
-    as one ``(rows, dim)`` matrix (zeros when ``with_vectors`` is false: they are stale).
+    table: Any, dim: int, with_vectors: bool, meta: Path
+) -> tuple[list[NoteRecord], npt.NDArray[np.float32], list[Chunks] | None]:
+    """Every row of the ``notes`` table (LanceDB's asynchronous handle): records, their vectors as
+    one ``(rows, dim)`` matrix and their chunks (zero vectors and no chunks when ``with_vectors``
+    is false: they are stale, the table was built by another model or layout).
 
     Read batch by batch into a matrix allocated once: the whole table as one Arrow table, then its
     Python objects, then a copy of its vectors held ~2.5x the memory the rows end up taking (about
     200 MB at 100k notes that the allocators then kept, docs/benchmarks.md).
     """
-    columns = [*RECORD_COLUMNS, "vector"] if with_vectors else list(RECORD_COLUMNS)
+    present = set((await table.schema()).names)  # an older layout lacks some columns
+    with_chunks = with_vectors and set(CHUNK_COLUMNS) <= present
+    wanted = [*RECORD_COLUMNS, *(("vector", *CHUNK_COLUMNS) if with_vectors else ())]
     vectors = np.zeros((await table.count_rows(), dim), dtype=np.float32)
     records: list[NoteRecord] = []
-    async for batch in await table.query().select(columns).to_batches():
+    chunks: list[Chunks] = []
+    async for batch in await table.query().select([c for c in wanted if c in present]).to_batches():
         start, got = len(records), records_from_table(batch)
         records.extend(got)
         if len(records) > len(vectors):  # rows added since the count
@@ -119,6 +174,12 @@ async def read_notes(
         if with_vectors and got:
             column = batch.column("vector")
             if column.type.list_size != dim:
-                raise ValueError(f"the stored vectors are {column.type.list_size} wide, not {dim}")
+                raise IndexError_(
+                    f"the stored vectors are {column.type.list_size} wide but {meta} says {dim}"
+                )
             vectors[start : len(records)] = column.flatten().to_numpy().reshape(-1, dim)
-    return records, vectors if len(vectors) == len(records) else vectors[: len(records)].copy()
+            if with_chunks:
+                chunks.extend(chunks_from_table(batch, dim))
+    if len(vectors) != len(records):
+        vectors = vectors[: len(records)].copy()
+    return records, vectors, (chunks if with_chunks and records else None)

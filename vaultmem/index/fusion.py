@@ -32,8 +32,9 @@ class FusionConfig:
 
     Each leg returns its top ``pool`` candidates; scores are min-max normalised per query and
     combined as ``bm25_weight * bm25 + vector_weight * cosine`` (a leg that missed a note adds 0).
-    Then each note gains ``context_weight`` times the best score of its time-adjacent notes in
-    the same project (see :func:`propagate_context`).
+    Then each note gains ``context_weight`` times the best score of the notes of its episode
+    (up to ``context_radius`` steps away in a coherent order, a step further lending
+    ``context_decay`` as much; see :func:`propagate_context` and :mod:`vaultmem.index.episodes`).
     """
 
     bm25_weight: float = 0.6
@@ -41,10 +42,17 @@ class FusionConfig:
     pool: int = 50
     #: Share of a time-adjacent note's score a note inherits (0 turns context off).
     context_weight: float = 0.5
-    #: Two notes of one project are adjacent when consecutive by ``created`` and this close (s).
+    #: An episode's consecutive notes are at most this far apart in ``created`` (s).
     context_window_s: float = 600.0
+    #: Notes up to this many steps away in an order lend score; each step further lends
+    #: ``context_decay`` times as much.
+    context_radius: int = 2
+    context_decay: float = 0.7
+    #: An order is used while its consecutive notes are this much more alike (mean cosine) than
+    #: the project's notes in general.
+    coherence_floor: float = 0.02
     #: The neighbours of this many top fused hits join the candidates even if no leg found them.
-    context_expand: int = 10
+    context_expand: int = 20
 
 
 @dataclass(frozen=True)
@@ -146,13 +154,17 @@ def fuse(
 
 
 def propagate_context(
-    fused: Sequence[FusedScore], adjacency: Mapping[str, Sequence[str]], weight: float
+    fused: Sequence[FusedScore],
+    adjacency: Mapping[str, Sequence[tuple[int, str]]],
+    weight: float,
+    decay: float = 1.0,
 ) -> list[FusedScore]:
-    """Add ``weight`` x the best own score among each note's adjacent notes, then re-rank.
+    """Add ``weight`` x the best ``decay ** (d - 1)`` x own score among each note's neighbours
+    (``adjacency``: ``(distance, id)`` pairs), then re-rank.
 
     A memory written during a conversation is often the answer to, or the question before, the
-    note a query matches: the turn "what got you into running?" is adjacent to "it has been great
-    for my mental health". Adjacency is computed by the caller (same project, consecutive in time);
+    note a query matches: the turn "what got you into running?" is next to "it has been great
+    for my mental health". Adjacency is computed by the caller (:mod:`vaultmem.index.episodes`);
     only notes present in ``fused`` lend score, so the result depends on the candidates alone.
     """
     if weight <= 0:
@@ -160,7 +172,8 @@ def propagate_context(
     own = {f.id: f.score for f in fused}
     out = []
     for f in fused:
-        lent = max((own[n] for n in adjacency.get(f.id, ()) if n in own), default=0.0)
+        near = adjacency.get(f.id, ())
+        lent = max((own[n] * decay ** (d - 1) for d, n in near if n in own), default=0.0)
         out.append(
             FusedScore(
                 id=f.id, score=f.score + weight * lent, bm25=f.bm25, similarity=f.similarity, context=lent

@@ -96,11 +96,11 @@ class Maintenance:
             self._arm_quiet_fold()  # folds what arrived during the run once it is over
             return
         try:
-            self.if_behind()
+            self.if_behind(after_writes=True)
         except IndexError_ as exc:
             log.debug("folding lagging rows after writes paused gave up: %s", exc)
 
-    def if_behind(self, *, any_lag: bool = False) -> bool:
+    def if_behind(self, *, any_lag: bool = False, after_writes: bool = False) -> bool:
         """Start a background run if the full-text index lags the table by enough rows to fold
         them in (:func:`~vaultmem.index.compaction.should_fold`), or with ``any_lag`` by a single
         row; True if it was started.
@@ -108,33 +108,36 @@ class Maintenance:
         The write counter lives in memory, so a process that writes a little and exits (a stdio
         MCP server per agent session, a daemon killed or restarted) would never fold its rows in.
         Unindexed rows are still found, but BM25 then weighs terms by the indexed part's
-        statistics and every search scans them.
+        statistics and every search scans them. ``after_writes`` (the quiet fold): only while the
+        writes that armed it are still pending, not once a run has taken them in.
         """
         if self._closed:
             return False
         behind = self.index.unindexed_rows()
         if behind == 0 or (not any_lag and not should_fold(behind, self.index.count())):
             return False
-        self.start(fold=True)
-        return True
+        return self.start(fold=True, after_writes=after_writes)
 
     # -- running --------------------------------------------------------------------------------
     def running(self) -> bool:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def start(self, *, fold: bool | None) -> None:
+    def start(self, *, fold: bool | None, after_writes: bool = False) -> bool:
         """Run in the background (unless a run is under way); ``fold=None`` folds only once
         enough rows lag, as runs started by writes do. It does not block writes: a compaction
-        that loses a commit race to a write gives up and is retried at the next threshold."""
+        that loses a commit race to a write gives up and is retried at the next threshold.
+        With ``after_writes``, only if writes are still pending once the lock is had (a run that
+        held it meanwhile took them in). True if a run started."""
         with self.index.apply_lock:
-            if self.running():
-                return
+            if self.running() or (after_writes and not self.pending_writes):
+                return False
             self.pending_writes = 0
             self._thread = threading.Thread(
                 target=self._background, args=(fold,), name="vaultmem-index-maintenance", daemon=True
             )
             self._thread.start()
+            return True
 
     def _background(self, fold: bool | None) -> None:
         cleanup = time.monotonic() - self._last_cleanup >= CLEANUP_EVERY
@@ -168,6 +171,8 @@ class Maintenance:
         self.index.wait_for_writes()
         self.wait()  # a background run would race this one's commits
         with self.index.apply_lock:
+            self.pending_writes = 0  # this run takes in every write so far (a quiet fold waiting on
+            # the lock must not start another run after it)
             for attempt in range(ATTEMPTS):
                 try:
                     self.index.flush_cache()

@@ -15,8 +15,9 @@ from vaultmem.index.embedder import Embedder
 
 __all__ = ["LAYOUT_VERSION", "IndexMeta"]
 
-#: Bump when the derived columns (search_text, embedding text) or FTS options change.
-LAYOUT_VERSION = 3
+#: Bump when the derived columns (search_text, embedding text, chunks) or FTS options change.
+#: 4: the writing session, the title counted twice in search_text, chunk vectors of long notes.
+LAYOUT_VERSION = 4
 
 
 @dataclass

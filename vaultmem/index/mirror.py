@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultmem.errors import InvalidInput
+from vaultmem.index.chunk_matrix import ChunkMatrix, Spans
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.vault.multimap import Multimap
 
@@ -59,10 +60,7 @@ def _shared(record: NoteRecord) -> NoteRecord:
         for a, b in zip(same, (record.status, record.kind, record.project, record.updated), strict=True)
     ):
         return record
-    return NoteRecord(
-        record.id, record.path, record.slug, record.title, kind, status, project, record.tags,
-        record.text, record.content_hash, record.created, updated,
-    )  # fmt: skip
+    return record.but(kind=kind, status=status, project=project, updated=updated)
 
 
 class NoteMirror:
@@ -91,16 +89,23 @@ class NoteMirror:
         self._status = np.zeros(capacity, dtype=np.int32)
         self._project = np.zeros(capacity, dtype=np.int32)
         self._kind = np.zeros(capacity, dtype=np.int32)
+        self._chunks = ChunkMatrix(dim)
 
     # ----------------------------------------------------------------- writes
 
-    def put(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
-        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``)."""
-        if len(records) != len(vectors):
-            raise ValueError("put needs one vector per record")
+    def put(
+        self,
+        records: Sequence[NoteRecord],
+        vectors: Vector,
+        chunks: Sequence[tuple[Spans, Vector]] | None = None,
+    ) -> None:
+        """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``; ``chunks[i]``
+        are its chunks beyond the first, as body spans and vectors: :mod:`~vaultmem.index.chunk_matrix`)."""
+        if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
+            raise ValueError("put needs one vector (and one chunk list) per record")
         with self._lock:
             self._reserve(self._n + len(records))
-            for record, vector in zip(records, vectors, strict=True):
+            for i, (record, vector) in enumerate(zip(records, vectors, strict=True)):
                 record = _shared(record)
                 row = self._row.get(record.id)
                 if row is None:
@@ -119,6 +124,10 @@ class NoteMirror:
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
                 )
                 self._kind[row] = self._kind_codes.code(record.kind)
+                if chunks is not None:
+                    self._chunks.set(record.id, row, *chunks[i])
+                else:
+                    self._chunks.drop(record.id)
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget notes (unknown ids are ignored)."""
@@ -128,19 +137,26 @@ class NoteMirror:
                 if row is None:
                     continue
                 self._unlink_path(self._records[row])
+                self._chunks.drop(note_id)
                 last = self._n - 1
                 if row != last:  # fill the hole with the last row, so rows stay dense
                     moved = self._ids[last]
                     self._ids[row] = moved
                     self._records[row] = self._records[last]
                     self._row[moved] = row
+                    self._chunks.moved(moved, row)
                     for column in (self._vectors, self._status, self._project, self._kind):
                         column[row] = column[last]
                 self._ids.pop()
                 self._records.pop()
                 self._n = last
 
-    def replace(self, records: Sequence[NoteRecord], vectors: Vector) -> None:
+    def replace(
+        self,
+        records: Sequence[NoteRecord],
+        vectors: Vector,
+        chunks: Sequence[tuple[Spans, Vector]] | None = None,
+    ) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
         old set or the new one, never half of each. The vector width may change.
 
@@ -149,8 +165,8 @@ class NoteMirror:
         gives it up. Built column by column, outside the lock, and swapped in under it. The records
         are kept as given: the table's reader (``_schema.records_from_table``) already shares their
         repeated strings, which :meth:`put` does for a write."""
-        if len(records) != len(vectors):
-            raise ValueError("replace needs one vector per record")
+        if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
+            raise ValueError("replace needs one vector (and one chunk list) per record")
         dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
         adoptable = vectors.ndim == 2 and vectors.dtype == np.float32 and vectors.flags.c_contiguous
         if not (adoptable and vectors.flags.writeable and len(vectors)):
@@ -175,6 +191,9 @@ class NoteMirror:
         status = column(status_codes.code(r.status) for r in shared)
         project = column(_NO_PROJECT if r.project is None else project_codes.code(r.project) for r in shared)
         kind = column(kind_codes.code(r.kind) for r in shared)
+        chunk_matrix = ChunkMatrix(dim)
+        for i, (r, (spans, chunk_vectors)) in enumerate(zip(shared, chunks or (), strict=False)):
+            chunk_matrix.set(r.id, i, spans, chunk_vectors)
         with self._lock:
             self.dim, self._n = dim, len(shared)
             self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
@@ -184,6 +203,7 @@ class NoteMirror:
                 project_codes,
                 kind_codes,
             )
+            self._chunks = chunk_matrix
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
@@ -233,6 +253,30 @@ class NoteMirror:
         with self._lock:
             row = self._row.get(note_id)
             return None if row is None else self._vectors[row].copy()
+
+    def chunks(self, note_id: str) -> tuple[Spans, Vector]:
+        """The note's chunks beyond the first (body spans and vectors; empty for a short note)."""
+        with self._lock:
+            return self._chunks.of(note_id)
+
+    def chunk_rows(self) -> int:
+        """How many chunk vectors are held beside the notes' own."""
+        with self._lock:
+            return len(self._chunks)
+
+    def best_spans(self, ids: Iterable[str], query: Vector) -> dict[str, tuple[int, int]]:
+        """For each long note among ``ids``, the body span of its chunk most similar to ``query``
+        when that is not its first window (what a snippet should show)."""
+        query = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            out: dict[str, tuple[int, int]] = {}
+            for i in ids:
+                row = self._row.get(i)
+                if row is not None:
+                    span = self._chunks.best_span(i, query, float(self._vectors[row] @ query))
+                    if span is not None:
+                        out[i] = span
+            return out
 
     def vectors_of(self, ids: Iterable[str]) -> tuple[list[str], Vector]:
         """The stored vectors of the indexed notes among ``ids``: (their ids in the order given, a
@@ -311,7 +355,12 @@ class NoteMirror:
         with self._lock:
             mask = self._mask_locked(filters)
             rows: npt.NDArray[np.intp] | None = None
-            if mask is None:
+            if len(self._chunks):  # a note scores its best window's cosine
+                every = self._vectors[: self._n] @ query
+                self._chunks.raise_scores(every, query, mask)
+                rows = None if mask is None else np.flatnonzero(mask)
+                scores = every if rows is None else every[rows]
+            elif mask is None:
                 scores = self._vectors[: self._n] @ query
             else:
                 rows = np.flatnonzero(mask)
@@ -334,4 +383,9 @@ class NoteMirror:
             if not rows:
                 return {}
             scores = self._vectors[[row for _, row in rows]] @ query
-            return {i: float(s) for (i, _), s in zip(rows, scores, strict=True)}
+            out = {i: float(s) for (i, _), s in zip(rows, scores, strict=True)}
+            for i in out:
+                best = self._chunks.best_of(i, query)
+                if best is not None and best > out[i]:
+                    out[i] = best
+            return out

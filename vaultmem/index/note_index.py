@@ -39,19 +39,14 @@ from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index import _schema, cache, location
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
+from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.heap import release_free_memory
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
-from vaultmem.index.records import (
-    NoteRecord,
-    SearchFilters,
-    SearchResult,
-    embedding_text,
-    search_text,
-    sql_in,
-)
+from vaultmem.index.note_vectors import NoteVectors, VectorMaker
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult, search_text, sql_in
 from vaultmem.index.search import HybridSearcher, run_async
 from vaultmem.index.timeline import Timeline
 from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
@@ -129,6 +124,10 @@ class NoteIndex:
         self._own_version: int | None = None  # the notes table's version after our last write
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
+        config = fusion or FusionConfig()
+        self.episodes = Episodes(self.timeline, self.mirror)
+        self._maker = VectorMaker(self._cache, self.mirror, self.timeline, config.context_window_s)
+        self.notes_stored = 0  # since the index opened (reindex progress; the cache counts texts)
         repairs = self._load_notes()
         self._maintenance = Maintenance(self, threshold=maintenance_threshold)
         self._writes = WriteQueue(self._apply)
@@ -137,11 +136,12 @@ class NoteIndex:
         self.searcher = HybridSearcher(
             mirror=self.mirror,
             timeline=self.timeline,
+            episodes=self.episodes,
             embedder=embedder,
             table=lambda: self._notes,
             ready=self.wait_for_writes,
             stale=self.needs_rebuild,
-            fusion=fusion or FusionConfig(),
+            fusion=config,
             calibration=calibration or RelevanceCalibration(),
         )
 
@@ -187,9 +187,8 @@ class NoteIndex:
         rewritten as one row by the returned repair.
         """
         with _lance_errors("load the notes into memory"):  # before the model is needed
-            records, vectors = run_async(
-                _schema.read_notes(self._notes, self._dim, with_vectors=not self.needs_rebuild())
-            )
+            fresh, meta = not self.needs_rebuild(), self._meta.path
+            records, vectors, chunks = run_async(_schema.read_notes(self._notes, self._dim, fresh, meta))
         seen: dict[str, int] = {}
         for row, record in enumerate(records):
             seen[record.id] = row  # the last row of an id wins
@@ -200,10 +199,11 @@ class NoteIndex:
             log.warning("the index held %d note id(s) twice; rewriting them once", len(dupes))
             records = [records[i] for i in keep]
             vectors = vectors[keep]
+            chunks = None if chunks is None else [chunks[i] for i in keep]
             twice = set(dupes)
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
-        self.mirror.replace(records, vectors)
-        self.timeline.replace((r.id, r.project, r.created) for r in records)
+        self.mirror.replace(records, vectors, chunks)
+        self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
         release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
 
@@ -244,23 +244,21 @@ class NoteIndex:
 
     def rebuild(self) -> int:
         """Recompute every derived column and vector from the stored notes; returns the row count.
-
-        Vectors come from the embedding cache where the (model, text) pair was seen before.
-        """
+        Vectors come from the embedding cache where the (model, text) pair was seen before."""
         self.wait_for_writes()
         self._maintenance.wait()
         with self.apply_lock, _lance_errors("rebuild the notes table"):
             records = self.mirror.records()
             run_async(self._db.drop_table("notes"))
             self._create_notes_table()
-            vectors = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
+            made = NoteVectors(np.zeros((0, self._embedder.dim), dtype=np.float32))
             for start in range(0, len(records), 1024):
-                chunk = records[start : start + 1024]
-                vectors[start : start + len(chunk)] = self._cache.vectors_for(
-                    [embedding_text(r) for r in chunk]
-                )
-                run_async(self._notes.add(self._rows(chunk, vectors[start : start + len(chunk)])))
-            self.mirror.replace(records, vectors)
+                batch = records[start : start + 1024]
+                part = self._maker.for_records(batch, reuse=False)
+                run_async(self._notes.add(self._rows(batch, part)))
+                made.vectors = np.concatenate([made.vectors, part.vectors])
+                made.chunks += part.chunks
+            self.mirror.replace(records, made.vectors, made.chunks)
         self.maintenance()
         return len(records)
 
@@ -302,6 +300,15 @@ class NoteIndex:
         """Nothing queued or being applied."""
         return self._writes.idle
 
+    def writes_done(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the writes queued so far; whether they are all applied."""
+        return self._writes.wait(timeout)
+
+    @property
+    def texts_embedded(self) -> int:
+        """Texts (notes, windows of long notes) embedded since the index opened, not from the cache."""
+        return self._cache.embedded
+
     def _apply(self, batch: list[WriteOp]) -> None:
         """The writer thread: apply ``batch`` in order, gathering each run of upserts into one
         commit (a delete ends the run)."""
@@ -317,8 +324,10 @@ class NoteIndex:
                 else:
                     self._store_notes(list(notes.values()))
                     notes = {}
-                    gone = [r.path for r in self.mirror.get_many(op.ids).values()]
-                    self._guarded("delete notes", self._apply_delete, op.ids, gone)
+                    gone = self.mirror.get_many(op.ids)
+                    after = self._maker.followers(list(gone.values()), gone)
+                    self._guarded("delete notes", self._apply_delete, op.ids, [r.path for r in gone.values()])
+                    notes = {r.id: r for r in after}  # their header came from a note now gone
             self._store_notes(list(notes.values()))
         self._maintenance.after_batch()
 
@@ -358,7 +367,12 @@ class NoteIndex:
                     run_async(self._notes.checkout_latest())
 
     def _apply_upserts(self, records: list[NoteRecord]) -> None:
-        vectors = self._vectors_for_records(records)
+        batch = {r.id: r for r in records}
+        moved = [r for r in records if (old := self.mirror.get(r.id)) is None or old.text != r.text]
+        for r in records:  # before the vectors: a short note's header comes from its predecessor
+            self.timeline.add(r.id, r.project, r.created, r.session)
+        records = [*records, *self._maker.followers(moved, batch)]
+        made = self._maker.for_records(records, reuse=not self.needs_rebuild())
         new = [r.id for r in records if r.id not in self.mirror]
         # Another vaultmem process may have added a note this one has not seen yet.
         present = self._ids_in_table(new) if new else set()
@@ -366,14 +380,13 @@ class NoteIndex:
         fresh = [i for i, r in enumerate(records) if r.id in added]
         known = [i for i, r in enumerate(records) if r.id not in added]
         if fresh:
-            run_async(self._notes.add(self._rows([records[i] for i in fresh], vectors[fresh])))
+            run_async(self._notes.add(self._rows([records[i] for i in fresh], made.subset(fresh))))
         if known:
             merge = self._notes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-            run_async(merge.execute(self._rows([records[i] for i in known], vectors[known])))
+            run_async(merge.execute(self._rows([records[i] for i in known], made.subset(known))))
         self._own_version = run_async(self._notes.version())
-        self.mirror.put(records, vectors)
-        for r in records:
-            self.timeline.add(r.id, r.project, r.created)
+        self.mirror.put(records, made.vectors, made.chunks)
+        self.notes_stored += len(batch)
         self._maintenance.pending_writes += 1
 
     def _apply_delete(self, ids: Sequence[str]) -> None:
@@ -384,8 +397,11 @@ class NoteIndex:
             self.timeline.remove(note_id)
         self._maintenance.pending_writes += 1
 
-    def _rows(self, records: Sequence[NoteRecord], vectors: npt.NDArray[np.float32]) -> pa.Table:
-        rows = [_schema.note_row(r, search_text(r), vectors[i]) for i, r in enumerate(records)]
+    def _rows(self, records: Sequence[NoteRecord], made: NoteVectors) -> pa.Table:
+        rows = [
+            _schema.note_row(r, search_text(r), made.vectors[i], *made.chunks[i])
+            for i, r in enumerate(records)
+        ]
         return pa.Table.from_pylist(rows, schema=run_async(self._notes.schema()))
 
     def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
@@ -399,23 +415,6 @@ class NoteIndex:
             rows = run_async(self._notes.query().where(where).select(["id"]).to_arrow())
             found.update(rows["id"].to_pylist())
         return found
-
-    def _vectors_for_records(self, records: Sequence[NoteRecord]) -> npt.NDArray[np.float32]:
-        """Vectors of ``records``: the stored one when the embedded text did not change."""
-        out = np.zeros((len(records), self._embedder.dim), dtype=np.float32)
-        todo: list[int] = []
-        for i, record in enumerate(records):
-            old = self.mirror.get(record.id)
-            vector = None
-            if old is not None and embedding_text(old) == embedding_text(record) and not self.needs_rebuild():
-                vector = self.mirror.vector(record.id)
-            if vector is None:
-                todo.append(i)
-            else:
-                out[i] = vector
-        if todo:
-            out[todo] = self._cache.vectors_for([embedding_text(records[i]) for i in todo])
-        return out
 
     # ----------------------------------------------------------------- reads (from memory)
 
@@ -537,6 +536,26 @@ class NoteIndex:
     def table_paths(self) -> list[Path]:
         """The folders of the index's tables (what maintenance compacts and prunes)."""
         return [self._state_dir / "lancedb" / f"{name}.lance" for name in _TABLES]
+
+    def vectors_of(self, texts: dict[str, str], *, embed: bool) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors of ``{text hash: text}`` the embedding cache holds; with ``embed`` the others too,
+        embedded outside the apply lock (the index's writes go on) and queued for the cache."""
+        with self.apply_lock, _lance_errors("read the embedding cache"):
+            found = self._cache.lookup(list(texts))
+        todo = {h: t for h, t in texts.items() if h not in found}
+        if embed and todo:
+            fresh = dict(zip(todo, self._embedder.embed(list(todo.values())), strict=True))
+            with self.apply_lock, _lance_errors("write the embedding cache"):
+                self._cache.remember(fresh)
+            found.update(fresh)
+        return found
+
+    def seed_cache(self, folder: Path) -> int:
+        """Copy (read only) ``folder``'s embedding cache into this one's; returns the rows copied."""
+        with _lance_errors(f"read the embedding cache of {folder}"):
+            table = cache.table_in(folder)
+            with self.apply_lock:
+                return 0 if table is None else self._cache.copy_from(table)
 
     def flush_cache(self) -> None:
         """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""

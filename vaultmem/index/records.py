@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from vaultmem.errors import InvalidInput
 
@@ -47,6 +47,13 @@ class NoteRecord(NamedTuple):
     content_hash: str
     created: str
     updated: str
+    #: The writing session (``source.session``: the MCP session that wrote the note), None for
+    #: notes written by hand or at the CLI; the context step links a session's notes in order.
+    session: str | None = None
+
+    def but(self, **changes: Any) -> NoteRecord:
+        """This record with ``changes`` (field name -> value) made."""
+        return self._replace(**changes)
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,12 @@ class SearchHit:
     similarity: float | None = None
     relevance: float | None = None
     low_confidence: bool = False
+    #: The body span of the long note's window that matched best (None: its start, or a short
+    #: note): where a snippet should come from.
+    span: tuple[int, int] | None = None
+    #: The score on the cross-query scale (:mod:`vaultmem.index.calibration`): a strong match near
+    #: 1, the best hit of an unrelated query low; None for a single leg's answer.
+    calibrated: float | None = None
 
 
 @dataclass(frozen=True)
@@ -128,10 +141,12 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 def search_text(record: NoteRecord) -> str:
-    """The text the full-text (BM25) leg indexes: title, body and tags."""
+    """The text the full-text (BM25) leg indexes: title, body, tags, and the title again (a
+    title's words count twice: field weighting, measured in docs/benchmarks.md)."""
     parts = [record.title, record.text]
     if record.tags:
         parts.append(" ".join(record.tags))
+    parts.append(record.title)
     return "\n".join(p for p in parts if p)
 
 

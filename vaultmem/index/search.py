@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,7 +26,9 @@ import numpy.typing as npt
 from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage, scaled_scores
 from vaultmem.index.embedder import Embedder
+from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import (
     FusionConfig,
     RelevanceCalibration,
@@ -71,6 +73,7 @@ class HybridSearcher:
         *,
         mirror: NoteMirror,
         timeline: Timeline,
+        episodes: Episodes,
         embedder: Embedder,
         table: Callable[[], Any],
         ready: Callable[[], None],
@@ -80,12 +83,14 @@ class HybridSearcher:
     ) -> None:
         self.mirror = mirror
         self.timeline = timeline
+        self.episodes = episodes
         self.embedder = embedder
         self._table = table  # LanceDB's asynchronous handle of the notes table, as it is now
         self._ready = ready  # waits for the writes queued before the read
         self._stale = stale  # the stored vectors belong to another embedding model
         self.fusion = fusion
         self.calibration = calibration
+        self.score_calibration = ScoreCalibration(calibration)
         self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._query_lock = threading.Lock()
 
@@ -168,6 +173,7 @@ class HybridSearcher:
         if self._stale():
             raise IndexError_("the stored vectors belong to another embedding model; run `vaultmem reindex`")
         hits = self.vector_candidates(vector, filters, k)
+        spans = self.mirror.best_spans((h.record.id for h in hits), vector)
         return SearchResult(
             hits=[
                 SearchHit(
@@ -177,6 +183,7 @@ class HybridSearcher:
                     similarity=h.score,
                     relevance=calibrate_relevance(h.score, self.calibration),
                     low_confidence=h.score < self.calibration.vector_floor,
+                    span=spans.get(h.record.id),
                 )
                 for h in hits
             ],
@@ -220,9 +227,8 @@ class HybridSearcher:
             extra = self._context_neighbours(fused, filters, query_vector)
             if extra:
                 fused = fuse(bm25_ranked, vector_ranked, self.fusion, extra_similarities=extra)
-            window = self.fusion.context_window_s
-            adjacency = {f.id: self.timeline.neighbours(f.id, window) for f in fused}
-            fused = propagate_context(fused, adjacency, self.fusion.context_weight)
+            adjacency = self._adjacency(f.id for f in fused)
+            fused = propagate_context(fused, adjacency, self.fusion.context_weight, self.fusion.context_decay)
         records = mirror.get_many(f.id for f in fused)
         fused = [f for f in fused if f.id in records]
         hits: list[SearchHit] = []
@@ -250,12 +256,39 @@ class HybridSearcher:
                 )
             )
         return SearchResult(
-            hits=hits[:k],
+            hits=self._finish(query, hits[:k], query_vector, filters),
             total=len(fused),
             filtered_out=filtered_out,
             degraded=degraded,
             warnings=tuple(warnings),
         )
+
+    def _finish(
+        self,
+        query: str,
+        hits: list[SearchHit],
+        query_vector: npt.NDArray[np.float32] | None,
+        filters: SearchFilters,
+    ) -> list[SearchHit]:
+        """The hits with the span of each long note's best window and the cross-query score
+        (:mod:`vaultmem.index.calibration`): the best hit's confidence, the others in proportion."""
+        if not hits:
+            return hits
+        spans: dict[str, tuple[int, int]] = {}
+        best = hits[0]
+        similarity = best.similarity
+        if query_vector is not None:
+            spans = self.mirror.best_spans((h.record.id for h in hits), query_vector)
+            if similarity is None:  # a BM25-only best hit: its cosine still counts as evidence
+                similarity = self.mirror.similarities([best.record.id], query_vector, filters).get(
+                    best.record.id
+                )
+        coverage = lexical_coverage(query, f"{best.record.title}\n{best.record.text}")
+        sure = confidence(similarity, coverage, self.score_calibration)
+        scaled = scaled_scores([h.score for h in hits], sure)
+        return [
+            replace(h, span=spans.get(h.record.id), calibrated=c) for h, c in zip(hits, scaled, strict=True)
+        ]
 
     def _context_neighbours(
         self,
@@ -263,18 +296,17 @@ class HybridSearcher:
         filters: SearchFilters,
         query_vector: npt.NDArray[np.float32] | None,
     ) -> dict[str, float]:
-        """Cosines of the time-adjacent notes (inside ``filters``) of the top hits no leg returned."""
-        window = self.fusion.context_window_s
+        """Cosines of the episode neighbours (inside ``filters``) of the top hits no leg returned."""
         candidates = {f.id for f in fused}
-        wanted = {
-            n
-            for f in fused[: self.fusion.context_expand]
-            for n in self.timeline.neighbours(f.id, window)
-            if n not in candidates
-        }
+        near = self._adjacency(f.id for f in fused[: self.fusion.context_expand])
+        wanted = {n for pairs in near.values() for _, n in pairs if n not in candidates}
         if not wanted or query_vector is None:
             return {}
         return self.mirror.similarities(sorted(wanted), query_vector, filters)
+
+    def _adjacency(self, ids: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+        f = self.fusion
+        return self.episodes.adjacency(ids, f.context_window_s, f.context_radius, f.coherence_floor)
 
 
 def _check(query: str, k: int) -> None:

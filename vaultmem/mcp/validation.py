@@ -8,25 +8,38 @@ retryable: false}`` whose message names each argument at fault and the values it
 the same schema the client was given. A vaultmem error raised inside one of the four memory tools
 reaches the caller the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
 Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
+
+Every call runs as its caller (:func:`_caller`): the agent its bearer token names, the client's
+self-declared ``name/version`` and the MCP session. When the secret guard replaced a secret in
+the call's writes (``secrets: {mode: redact}``), the answer says so: ``redacted: [{kind, field,
+line}]`` in a memory tool's result, ``meta.redacted`` and a warning in a graph tool's envelope.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
-from vaultmem.caller import Caller, acting_as
+from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.errors import InvalidInput, VaultmemError
 from vaultmem.mcp.envelope import failure
 
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
+#: Where the HTTP server's bearer check leaves the agent a token names: ``(name, email)``.
+AGENT_SCOPE_KEY = "vaultmem.agent"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: The most of a client's self-declared ``name/version`` kept (it is recorded in commit messages).
+MAX_CLIENT_CHARS = 100
 
 
 class ToolServer(MCPServer[Any]):
@@ -37,7 +50,11 @@ class ToolServer(MCPServer[Any]):
     ) -> CallToolResult | InputRequiredResult:
         try:
             with acting_as(_caller(context)):
-                return await super().call_tool(name, arguments, context)
+                result = await super().call_tool(name, arguments, context)
+                redacted = redactions()
+            if redacted and isinstance(result, CallToolResult) and not result.is_error:
+                return _saying_redacted(result, redacted)
+            return result
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError):
                 raise
@@ -51,13 +68,59 @@ class ToolServer(MCPServer[Any]):
 
 
 def _caller(context: Context[Any, Any] | None) -> Caller:
-    """Who makes this call: the MCP session it came in on (the agent's name: issue 18's tokens)."""
+    """Who makes this call: the agent its bearer token names (HTTP), with the client's declared
+    ``name/version`` and the MCP session. Over stdio there is no token: the process is the host's
+    own, and the agent is the name its client declares (``mcp`` when it declares none). A client
+    of the stateless protocol (2026-07-28) opens no session; its HTTP connection stands in for one
+    (a client's calls in a burst share a kept-alive connection), so the notes it writes in one go
+    still read as one writer's sequence (the ranking's episodes)."""
     try:
-        headers = context.headers if context is not None else None
+        request_context = context.request_context if context is not None else None
     except ValueError:  # no request behind the context (a call made in process)
-        headers = None
+        request_context = None
+    request = request_context.request if request_context is not None else None
+    params = request_context.session.client_params if request_context is not None else None
+    info = params.client_info if params is not None else None
+    client = _printable(f"{info.name}/{info.version}") if info is not None else None
+    headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers else None
-    return Caller("mcp", session=session)
+    peer = getattr(request, "client", None)
+    if session is None and peer is not None:  # a stateless client: its connection stands in
+        session = f"connection {_BOOT} {peer.host}:{peer.port}"
+    agent = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY)
+    if agent is not None:
+        return Caller(agent[0], client=client, session=session, email=agent[1])
+    declared = _UNSAFE_NAME.sub("-", info.name).strip("-.")[:64] if info is not None else ""
+    return Caller(declared if request is None and declared else "mcp", client=client, session=session)
+
+
+def _printable(text: str) -> str:
+    """A self-declared value made safe to record: one line, no control characters, bounded."""
+    return "".join(c if c.isprintable() else " " for c in text)[:MAX_CLIENT_CHARS]
+
+
+def _saying_redacted(result: CallToolResult, redacted: list[dict[str, object]]) -> CallToolResult:
+    """``result`` with what the secret guard redacted: beside a memory tool's fields, in a graph
+    tool's ``meta`` (with a warning, which every client shows)."""
+    structured = dict(result.structured_content or {})
+    payload = structured.get("result")
+    if isinstance(payload, dict) and isinstance(payload.get("meta"), dict):
+        meta = dict(payload["meta"])
+        kinds = ", ".join(dict.fromkeys(str(r["kind"]) for r in redacted))
+        warning = f"redacted {len(redacted)} secret(s) ({kinds}): stored with a marker in their place"
+        meta.update(redacted=redacted, warnings=[*meta.get("warnings", []), warning])
+        payload = {**payload, "meta": meta}
+        structured["result"] = payload
+        text = json.dumps(payload, ensure_ascii=False)
+    else:
+        structured["redacted"] = redacted
+        text = json.dumps(structured, ensure_ascii=False)
+    content = [TextContent(type="text", text=text), *result.content[1:]]
+    return result.model_copy(update={"structured_content": structured, "content": content})
+
+
+#: Tells one run's connections from another's (ports are reused).
+_BOOT = secrets.token_hex(8)
 
 
 def _origin(exc: BaseException) -> BaseException:

@@ -14,18 +14,29 @@ decides while that note exists: a later note with the same file name elsewhere (
 resolves to the closest match) or a rename done outside Obsidian never moves or orphans the edge.
 
 Adding or removing a link edits only those three keys; every other byte of the note is kept.
+
+**Links in a note's text** (:func:`text_refs`) are the person's graph: ``[[Note]]``,
+``[[Note|shown text]]``, ``[[Note#Heading]]``, ``[[folder/Note]]``, embeds ``![[Note]]`` and
+Markdown links ``[text](folder/Note.md)`` in the body, and wikilinks in the person's own properties
+(``up: "[[Projects]]"``; not vaultmem's keys). Text in code (fenced blocks, inline code) and in
+comments (``%% … %%``, ``<!-- … -->``) holds no link and no tag, as in Obsidian. They become
+read-only edges of type :data:`TEXT_LINK` (``links_to``): vaultmem shows them and never writes them.
+The same pass finds the body's ``#tags``.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.frontmatter import NoteText
+from vaultmem.notes.ids import uuid5_text
+from vaultmem.notes.model import OWNED_KEYS
 
 EDGE_TYPES = (
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on",
@@ -35,6 +46,8 @@ EDGE_TYPES = (
 LINK_CREATED_KEY = "link_created"
 #: The id of the note each link was made for: ``link_targets: {"supports/caching-policy": "<id>"}``.
 LINK_TARGETS_KEY = "link_targets"
+#: The edge type of a link written in a note's text (read-only: it lives in the person's words).
+TEXT_LINK = "links_to"
 _WIKILINK = re.compile(r"^\s*\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]\s*$")
 _EDGE_NS = uuid.UUID("3b0c1f8e-7d7a-4f6e-9a4b-0e5f2c9d1a77")
 
@@ -77,10 +90,10 @@ def recorded_targets(meta: Mapping[str, Any]) -> dict[str, str]:
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
-    return str(uuid.uuid5(_EDGE_NS, f"{source_id}|{edge_type}|{target_id}"))
+    return uuid5_text(_EDGE_NS, f"{source_id}|{edge_type}|{target_id}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """A typed link from one note to another (derived from the source note's frontmatter)."""
 
@@ -130,6 +143,23 @@ def edges_of(
         stamp = created_map.get(link_key(edge_type, target))
         edges.append(Edge.make(source_id, edge_type, target_id, str(stamp) if stamp else default_created))
     return edges, dangling
+
+
+def text_edges(
+    source_id: str, targets: tuple[str, ...], resolve: Callable[[str, str | None], str | None], created: str
+) -> tuple[list[Edge], list[str]]:
+    """The read-only ``links_to`` edges of the links in a note's text, and the targets that resolved
+    to no note. A note's links to itself are no edges; two links to one note are one edge."""
+    edges: dict[str, Edge] = {}
+    dangling: list[str] = []
+    for target in targets:
+        target_id = resolve(target, None)
+        if target_id is None:
+            dangling.append(target)
+        elif target_id != source_id:
+            edge = Edge.make(source_id, TEXT_LINK, target_id, created)
+            edges.setdefault(edge.id, edge)
+    return list(edges.values()), dangling
 
 
 # -- frontmatter edits ------------------------------------------------------------------------------
@@ -206,3 +236,200 @@ def remove_link(
 def created_at_of(meta: dict[str, Any], edge_type: str, target_name: str) -> str | None:
     stamp = _map(meta, LINK_CREATED_KEY).get(link_key(edge_type, target_name))
     return str(stamp) if stamp else None
+
+
+# -- links and tags in a note's text ----------------------------------------------------------------
+#: Files Obsidian embeds or links that are not notes: a link to one is neither an edge nor dangling.
+ATTACHMENT_EXTENSIONS = frozenset(
+    {
+        "png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif", "heic", "tif", "tiff", "ico",
+        "mp3", "wav", "m4a", "ogg", "flac", "webm", "3gp", "mp4", "ogv", "mov", "mkv",
+        "pdf", "canvas", "base", "json", "csv", "txt", "html", "zip", "docx", "xlsx", "pptx",
+    }
+)  # fmt: skip
+#: Frontmatter keys whose wikilinks are not the person's graph: vaultmem's own (typed links are
+#: edges of their own type) and a conflict note's pointer to its original.
+_NOT_PERSON_KEYS = frozenset({*OWNED_KEYS, "conflict_of", "aliases", "alias"})
+_ANY_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
+_MD_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_FENCE = re.compile(r"^(?:[ \t]{0,3}>)*[ \t]{0,3}(`{3,}|~{3,})")
+_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)", re.MULTILINE)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+
+
+@dataclass(frozen=True)
+class TextRefs:
+    """What a note's text refers to: link targets as written (heading, shown text and ``.md``
+    dropped; Markdown links URL-decoded, relative ones kept relative) and the body's tags."""
+
+    links: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+
+def text_refs(body: str, meta: Mapping[str, Any] | None = None) -> TextRefs:
+    """The links (body, then the person's own properties) and body ``#tags`` of one note."""
+    links: dict[str, None] = {}
+    tags: dict[str, None] = {}
+    if "[[" in body or "](" in body or "#" in body:
+        prose = _prose(body)
+        for match in _ANY_WIKILINK.finditer(prose):
+            target = _wikilink_target(match.group(1))
+            if target:
+                links.setdefault(target)
+        for match in _MD_LINK.finditer(prose):
+            target = _markdown_target(match.group(1))
+            if target:
+                links.setdefault(target)
+        if "#" in prose:
+            bare = _URL.sub(" ", _MD_LINK.sub(" ", _ANY_WIKILINK.sub(" ", prose)))
+            for match in _TAG.finditer(bare):
+                tag = match.group(1).rstrip("/")
+                if tag and not tag.isdigit():  # "#1984" is no tag, "#y1984" is (Obsidian's rule)
+                    tags.setdefault(tag)
+    for key, value in (meta or {}).items():
+        if key not in _NOT_PERSON_KEYS:
+            for target in wikilink_targets(value):
+                links.setdefault(target)
+    return TextRefs(tuple(links), tuple(tags))
+
+
+def wikilink_targets(value: Any) -> list[str]:
+    """The note names every ``[[wikilink]]`` in a frontmatter value (text, or lists of it) names."""
+    return [
+        t
+        for raw in _strings(value)
+        for m in _ANY_WIKILINK.finditer(raw)
+        if (t := _wikilink_target(m.group(1)))
+    ]
+
+
+def aliases_of(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The note's ``aliases:`` (or ``alias:``): other names a link may call it by."""
+    out: dict[str, None] = {}
+    for key in ("aliases", "alias"):
+        for value in _strings(meta.get(key)):
+            if value.strip():
+                out.setdefault(value.strip())
+    return tuple(out)
+
+
+def is_attachment(target: str) -> bool:
+    """A link to a file that is not a note (an image, a PDF, a canvas): never an edge."""
+    name = target.rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[1].lower() in ATTACHMENT_EXTENSIONS
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _wikilink_target(inner: str) -> str | None:
+    """``Note`` of ``Note#Heading|shown``; None for a link to the note itself or to a file."""
+    target = inner.split("|", 1)[0].rstrip("\\")  # a table cell escapes the bar: [[Note\\|shown]]
+    target = target.split("#", 1)[0].strip()
+    return _note_target(target)
+
+
+def _markdown_target(destination: str) -> str | None:
+    """The note a Markdown link's destination names (None for a URL, an anchor or a file)."""
+    if destination.startswith("<"):
+        destination = destination[1:-1]
+    if _SCHEME.match(destination) or destination.startswith(("#", "/")):
+        return None
+    path = unquote(destination.split("#", 1)[0].split("?", 1)[0]).strip()
+    name = path.rsplit("/", 1)[-1]
+    if "." in name and not name.lower().endswith(".md"):
+        return None  # a file of another type (Obsidian needs .md or no extension for a note)
+    return _note_target(path)
+
+
+def _note_target(target: str) -> str | None:
+    if target.lower().endswith(".md"):
+        target = target[:-3]
+    target = target.strip()
+    if not target or target.endswith("/") or is_attachment(target):
+        return None
+    return target
+
+
+def _prose(body: str) -> str:
+    """``body`` without what holds no link: fenced code blocks, inline code, comments."""
+    if "```" in body or "~~~" in body:
+        body = _without_fences(body)
+    if "`" in body:
+        body = _without_code_spans(body)
+    if "%%" in body:
+        body = _without_between(body, "%%", "%%")
+    if "<!--" in body:
+        body = _without_between(body, "<!--", "-->")
+    return body
+
+
+def _without_fences(body: str) -> str:
+    out: list[str] = []
+    fence: tuple[str, int] | None = None
+    for line in body.splitlines(keepends=True):
+        match = _FENCE.match(line)
+        if fence is None:
+            opens = match is not None and not (match.group(1)[0] == "`" and "`" in line[match.end() :])
+            if match is not None and opens:
+                fence = (match.group(1)[0], len(match.group(1)))
+                out.append("\n")
+            else:
+                out.append(line)
+            continue
+        out.append("\n")
+        closes = match is not None and match.group(1)[0] == fence[0] and len(match.group(1)) >= fence[1]
+        if closes and match is not None and not line[match.end() :].strip():
+            fence = None
+    return "".join(out)
+
+
+def _without_code_spans(text: str) -> str:
+    """CommonMark's rule in one pass: a backtick run opens a code span that the next run of the same
+    length closes; a run no run of its length follows is plain text."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", text)]
+    following: dict[int, int] = {}  # run index -> index of the next run of the same length
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        length = runs[i][1] - runs[i][0]
+        if length in last:
+            following[i] = last[length]
+        last[length] = i
+    pieces: list[str] = []
+    position = 0
+    i = 0
+    while i < len(runs):
+        j = following.get(i)
+        if j is None:
+            i += 1
+            continue
+        pieces.append(text[position : runs[i][0]])
+        pieces.append(" ")
+        position = runs[j][1]
+        i = j + 1
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _without_between(text: str, opening: str, closing: str) -> str:
+    """``text`` without each ``opening … closing`` span (an unclosed opening is kept as text)."""
+    pieces: list[str] = []
+    position = 0
+    while True:
+        start = text.find(opening, position)
+        if start < 0:
+            break
+        end = text.find(closing, start + len(opening))
+        if end < 0:
+            break
+        pieces.append(text[position:start])
+        pieces.append(" ")
+        position = end + len(closing)
+    pieces.append(text[position:])
+    return "".join(pieces)

@@ -8,12 +8,14 @@ family of operations. Operations read through it and plan writes for its
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
 from vaultmem.filing.contract import Contract, VaultContract
+from vaultmem.filing.guard import PlanGuard
 from vaultmem.filing.projects import ProjectRegistry
 from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.tokens import PreviewTokens
@@ -28,6 +30,7 @@ from vaultmem.vault.writer import VaultWriter
 if TYPE_CHECKING:
     from vaultmem.index.fusion import RelevanceCalibration
     from vaultmem.index.note_index import NoteIndex
+    from vaultmem.sync.versions import PastIndex
 
 #: The clock: the daily cap and timestamps read it (a fake in tests).
 Clock = Callable[[], dt.datetime]
@@ -56,13 +59,19 @@ class Context:
         self.store = store
         self.writer = writer
         self.clock = clock
-        self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir])
+        self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir], layout.home)
+        # Every agent write, whatever the tool, passes the secret guard in the writer.
+        writer.guard = guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
+        if index is not None:  # a daemon or a stdio server: its first write need not load the detector
+            guard.warm_in_background()
         self.projects = ProjectRegistry(layout.root)
         self.tokens = PreviewTokens()
         self.graph = EdgeGraph(catalog)
         self._index = index
         self._calibration = calibration
         self.lookup = Lookup(catalog, store, self.graph, index)
+        self._past: PastIndex | None = None
+        self._past_lock = threading.Lock()
 
     def now(self) -> dt.datetime:
         """The clock's time in UTC: the daily cap and timestamp slugs count UTC days."""
@@ -90,3 +99,20 @@ class Context:
         if self._calibration is None:
             raise IndexError_("this vault was opened without its search index; open it with the index")
         return self._calibration
+
+    @property
+    def past(self) -> PastIndex:
+        """The vault's history as versions of notes, for ``as_of`` reads: built from git on first
+        use (a daemon nobody asks about the past never reads its history)."""
+        with self._past_lock:
+            if self._past is None:
+                from vaultmem.sync.versions import PastIndex
+
+                self._past = PastIndex(self.repo, self.index, self.layout.state_dir)
+            return self._past
+
+    def close(self) -> None:
+        """Stop what reading the past started (its background embedding), before the index closes."""
+        with self._past_lock:
+            if self._past is not None:
+                self._past.close()

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.config import Settings
+from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import VaultError
-from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.filing.secrets import Finding, scan_note_text
+from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
+from vaultmem.notes.merge import CONFLICT_TAG
+from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 from vaultmem.vault.reading import shown
 
 if TYPE_CHECKING:
     from vaultmem.index.note_index import NoteIndex
-
-_WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 
 
 #: Below this much free space under the state directory, doctor warns that index writes may fail.
@@ -32,7 +32,15 @@ class DoctorReport:
     #: Files named like notes that are never read: a name that is not UTF-8, a pipe, a socket.
     skipped: dict[str, str] = field(default_factory=dict)
     conflict_copies: list[str] = field(default_factory=list)
+    #: Conflict notes a sync merge wrote (one machine's side of a note both changed in the same
+    #: lines, tagged ``sync-conflict``), still live: for the person to merge and then forget.
+    conflict_notes: list[str] = field(default_factory=list)
     dangling_links: list[dict[str, str]] = field(default_factory=list)
+    #: Links in a note's body that no note answers to: ``{path, target}``. Listed, not counted
+    #: against ``ok``: in Obsidian an unresolved link is a note not written yet, a person's idiom.
+    dangling_text_links: list[dict[str, str]] = field(default_factory=list)
+    #: How the vault is laid out: where vaultmem's files are, what is the person's (see explain_layout).
+    layout: dict[str, Any] = field(default_factory=dict)
     #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
     index_exists: bool = False
     index_rows: int = 0
@@ -45,6 +53,9 @@ class DoctorReport:
     state_free_mib: float | None = None
     #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
     git_locks: list[dict[str, Any]] = field(default_factory=list)
+    #: What looks like a secret in a note (a hand edit: agents' writes are guarded), where, never
+    #: what: ``{path, kind, field, line}``. Reported only; the person's file is not rewritten.
+    secrets: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def stale_git_locks(self) -> list[dict[str, Any]]:
@@ -54,41 +65,65 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return not (
-            self.malformed or self.skipped or self.conflict_copies or self.dangling_links
+            self.malformed or self.skipped or self.conflict_copies or self.conflict_notes
+            or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
-            or self.uncommitted or self.stale_git_locks
+            or self.uncommitted or self.stale_git_locks or self.secrets
+            or len(self.layout.get("claimed_by", ())) > 1
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, **asdict(self)}
 
 
-def _frontmatter_links(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return _WIKILINK.findall(value)
-    if isinstance(value, list):
-        return [t for v in value for t in _frontmatter_links(v)]
-    return []
+#: Secrets found per (path, content hash): a daemon's repeated health checks scan only what changed.
+ScanCache = dict[tuple[str, str], list[Finding]]
 
 
-def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, repo: GitRepo) -> DoctorReport:
+def diagnose(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex | None,
+    repo: GitRepo,
+    scanned: ScanCache | None = None,
+) -> DoctorReport:
     report = DoctorReport()
+    seen: ScanCache = {}
     entries = list(catalog.entries())
     report.notes = len(entries)
     report.malformed = dict(catalog.problems)
     report.skipped = dict(catalog.skipped)
     # Listed for the person to merge by hand (memory_status's health check can report the same list).
     paths = {e.path for e in entries} | set(catalog.problems)
-    report.conflict_copies = sorted(p for p in paths if is_conflict_copy(p))
-    stems = {e.slug.lower() for e in entries} | {e.path.removesuffix(".md").lower() for e in entries}
+    report.conflict_notes = sorted(
+        e.path for e in entries if CONFLICT_TAG in e.tags and e.status != "deleted"
+    )  # a sync merge's: the person merges it, then forgets it
+    report.conflict_copies = sorted(
+        p for p in paths if is_conflict_copy(p) and p not in report.conflict_notes
+    )
+    report.layout = explain_layout(layout, entries)
+    in_properties: set[tuple[str, str]] = set()
     for entry in entries:
         note = read_note(layout, entry.path)
+        version = (entry.path, entry.content_hash)
+        found = scanned.get(version) if scanned is not None else None
+        if found is None and note.text is not None:
+            found = scan_note_text(note.text.render(), entry.path)
+        seen[version] = found or []
+        report.secrets += [{"path": entry.path, **f.to_dict()} for f in found or []]
         meta = note.text.meta if note.text is not None else {}
+        recorded = recorded_targets(meta)
         for key, value in meta.items():
-            for target in _frontmatter_links(value):
-                name = target.strip().removesuffix(".md").lower()
-                if name not in stems:
+            for target in wikilink_targets(value):
+                in_properties.add((entry.path, target))
+                made_for = recorded.get(link_key(key, target))
+                if catalog.resolve_link(target, source=entry.path, recorded=made_for) is None:
                     report.dangling_links.append({"path": entry.path, "property": key, "target": target})
+        for target in entry.text_links:
+            if (entry.path, target) in in_properties:
+                continue  # a person's property: reported above, with its property
+            if catalog.resolve_link(target, source=entry.path) is None:
+                report.dangling_text_links.append({"path": entry.path, "target": target})
     if index is not None:
         report.index_exists = True
         hashes = index.path_hashes()
@@ -98,6 +133,9 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
         report.index_missing = sorted(p for p in wanted if p not in hashes)
         report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
         report.index_extra = sorted(p for p in hashes if p not in wanted)
+    if scanned is not None:  # keep what this vault holds now, nothing older
+        scanned.clear()
+        scanned.update(seen)
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):
@@ -107,7 +145,7 @@ def diagnose(layout: VaultLayout, catalog: Catalog, index: NoteIndex | None, rep
 
 def diagnose_vault(settings: Settings) -> DoctorReport:
     """:func:`diagnose` the vault ``settings`` name, opening its index only if one exists."""
-    layout = VaultLayout(settings.vault, settings.state_dir)
+    layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
     repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
     if not layout.root.is_dir() or not repo.is_repo():
         raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
@@ -121,3 +159,43 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
     finally:
         if index is not None:
             index.close()
+
+
+def explain_layout(layout: VaultLayout, entries: list[Entry]) -> dict[str, Any]:
+    """Where vaultmem's files are in this vault, what is the person's, and one paragraph saying so."""
+    root = layout.root
+    claimed = find_homes(root)
+    home = layout.home
+    contract = root / home / CONTRACT_FILE
+    theirs = sum(1 for e in entries if not layout.writable(e.path))
+    out: dict[str, Any] = {
+        "kind": "in place" if home else ("vaultmem's own" if claimed else "not a vault yet"),
+        "home": home,
+        "claimed_by": [f"{h}/{CONFIG_FILE}" if h else "(the root)" for h in claimed],
+        "contract": str(contract) if contract.is_file() else "the shipped contract (no filing.yaml here)",
+        "state_dir": str(layout.state_dir),
+        "person_notes": theirs,
+        "vaultmem_notes": len(entries) - theirs,
+    }
+    if len(claimed) > 1:
+        out["explanation"] = (
+            f"{len(claimed)} folders say they are vaultmem's own ({', '.join(out['claimed_by'])}); vaultmem "
+            f"uses {home}/. Remove vaultmem.yaml from the folder that is not vaultmem's."
+        )
+    elif home:
+        out["explanation"] = (
+            f"A vault adopted in place: vaultmem keeps its files in {home}/ (marked by {home}/{CONFIG_FILE}; "
+            f"its filing contract {home}/{CONTRACT_FILE} files every agent's note under {home}/). The "
+            f"{theirs} notes outside it are the person's: searched, read and linked, never changed."
+        )
+    elif claimed:
+        out["explanation"] = (
+            "vaultmem's own vault: its class folders, desk/ and filing.yaml are at the root, and every "
+            "note in the vault may be written by its tools."
+        )
+    else:
+        out["explanation"] = (
+            "No vaultmem files here yet (no filing.yaml, no vaultmem.yaml): run `vaultmem init` on this "
+            "folder (a folder that already holds notes gets one folder of vaultmem's own, Memory/)."
+        )
+    return out

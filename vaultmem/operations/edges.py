@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
-from vaultmem.notes.links import EDGE_TYPES, Edge, LinkTarget, add_link, created_at_of, typed_links
+from vaultmem.notes.links import (
+    EDGE_TYPES,
+    Edge,
+    LinkTarget,
+    add_link,
+    created_at_of,
+    typed_links,
+)
 from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.lookup import Located
@@ -238,12 +245,17 @@ class Edges:
             raise InvalidInput(f"edge_ids must be a list of 1 to {MAX_UNLINKS} edge ids; nothing ran")
         if not all(isinstance(e, str) and e.strip() for e in edge_ids):
             raise InvalidInput("every edge_ids entry must be an edge id")
-        found = {e: self.ctx.lookup.locate(e) for e in dict.fromkeys(edge_ids)}
+        refused = {e: why for e in dict.fromkeys(edge_ids) if (why := self._refusal(e)) is not None}
+        if refused and confirm:
+            raise InvalidInput(f"unlink_batch deleted nothing: {'; '.join(refused.values())}")
+        found = {e: self.ctx.lookup.locate(e) for e in dict.fromkeys(edge_ids) if e not in refused}
         if not confirm:
             items: list[Row] = []
             for e in edge_ids:
-                hit = found[e]
-                if hit is None:
+                hit = found.get(e)
+                if e in refused:
+                    items.append({"edge_id": e, "status": "failed", "error": refused[e]})
+                elif hit is None:
                     items.append({"edge_id": e, "status": "failed", "error": "Edge not found"})
                 else:
                     items.append(
@@ -276,6 +288,11 @@ class Edges:
         )
         items = [{"edge_id": e, "status": "deleted"} for e in edge_ids]
         return Answer.many("unlink_batch", items, deleted=len(items), preview=0, failed=0)
+
+    def _refusal(self, edge_id: str) -> str | None:
+        """Why ``edge_id`` may not be removed (a link written in a note's text), or None."""
+        record = self.ctx.lookup.text_link(edge_id)
+        return self.ctx.lookup.text_link_refusal(record) if record is not None else None
 
     def _delete_edges(self, edge_ids: list[str], action: str, *, strict: bool = False) -> int:
         """Remove edges from their source notes in one write; return how many were still there."""

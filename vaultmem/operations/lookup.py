@@ -11,6 +11,7 @@ from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.ids import canonical_id, derived_id, is_full_id
 from vaultmem.notes.links import (
     LINK_TARGETS_KEY,
+    TEXT_LINK,
     Edge,
     LinkTarget,
     edge_id,
@@ -152,8 +153,10 @@ class Lookup:
         """The edge with this id as the vault has it now (memory first, then a scan of the catalog)."""
         if not isinstance(wanted_id, str) or not wanted_id.strip():
             raise InvalidInput("edge_id is required: pass the id of an edge (from link, get or context)")
-        key = canonical_id(wanted_id) if is_full_id(wanted_id) else wanted_id.strip()
+        key = _edge_key(wanted_id)
         record = self.edges.find(key)
+        if record is not None and record.type == TEXT_LINK:
+            raise InvalidInput(self.text_link_refusal(record))
         if record is not None:
             source = self.entry(record.source_id)
             if source is not None and self._declares(source, record.type, record.target_id):
@@ -172,6 +175,22 @@ class Lookup:
                     )
                     return Located(Edge(key, source_id, target_id, edge_type, created), entry)
         return None
+
+    def text_link(self, wanted_id: str) -> Edge | None:
+        """The ``links_to`` edge (a link in a note's text) with this id, if it is one."""
+        record = self.edges.find(_edge_key(wanted_id))
+        return record if record is not None and record.type == TEXT_LINK else None
+
+    def text_link_refusal(self, edge: Edge) -> str:
+        """Why the ``links_to`` edge ``edge`` cannot be unlinked or retyped, and what to do instead."""
+        source, target = self.entry(edge.source_id), self.entry(edge.target_id)
+        where = source.path if source is not None else edge.source_id
+        to = target.path if target is not None else edge.target_id
+        return (
+            f"edge {edge.id} is the link from {where} to {to} written in the note's text ({TEXT_LINK}): "
+            "it lives in the note's words, which vaultmem never edits; change or remove the link in the "
+            "note itself (in Obsidian), or add a typed link beside it with memory_store action=link"
+        )
 
     def _declares(self, source: Entry, edge_type: str, target_id: str) -> bool:
         points_at = self.points_at(source.path, self._links_of(source), edge_type, target_id)
@@ -193,3 +212,8 @@ class Lookup:
                     created = record.created_at if record is not None else ""
                     out.append(Edge.make(source_id, edge_type, target_id, created))
         return out
+
+
+def _edge_key(wanted_id: str) -> str:
+    """An edge id as the graph keys it (a full id in canonical form)."""
+    return canonical_id(wanted_id) if is_full_id(wanted_id) else wanted_id.strip()

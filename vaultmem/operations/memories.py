@@ -24,7 +24,6 @@ from vaultmem.notes.slugs import make_slug
 from vaultmem.operations.context import Context
 from vaultmem.operations.thoughts import NewNote, plan_new_note
 from vaultmem.vault.catalog import Entry
-from vaultmem.vault.history import Commit
 from vaultmem.vault.plan import Plan, WriteKey
 
 log = logging.getLogger(__name__)
@@ -34,6 +33,8 @@ class AppendResult(TypedDict):
     id: str
     slug: str
     deduplicated: bool
+    #: In the secret guard's ``redact`` mode, when it replaced something: ``[{kind, field, line, path}]``.
+    redacted: NotRequired[list[dict[str, object]]]
 
 
 class CaptureResult(TypedDict):
@@ -44,6 +45,7 @@ class CaptureResult(TypedDict):
     updated: NotRequired[bool]
     appended: NotRequired[bool]
     error: NotRequired[str]
+    redacted: NotRequired[list[dict[str, object]]]
 
 
 class ForgetResult(TypedDict):
@@ -53,7 +55,7 @@ class ForgetResult(TypedDict):
 
 
 class Memories:
-    """The memory tools' writes, and a note's history."""
+    """The memory tools' writes."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -76,10 +78,6 @@ class Memories:
     def note(self, note_id: str) -> Note:
         """The note with this id (any status), as its file is now."""
         return self.ctx.store.read(self.require(note_id).path)
-
-    def history(self, note_id: str) -> list[Commit]:
-        """The git history of a note, newest first, following renames."""
-        return self.ctx.repo.log_for(self.require(note_id).path)
 
     # -- memory_append ----------------------------------------------------------------------
     def append(
@@ -295,9 +293,13 @@ class Memories:
         return ForgetResult(id=canonical_id(note_id), status="deleted", already_deleted=written.result)
 
     # -- planning each kind of write ----------------------------------------------------------
+    def _ours(self, entry: Entry) -> bool:
+        """A note vaultmem may change: in its own folder, not a person's note beside it."""
+        return self.ctx.layout.writable(entry.path)
+
     def _reinforce_target(self, content: str, statuses: Sequence[str]) -> Entry | None:
         for entry in self.ctx.catalog.with_fingerprint(fingerprint(content)):
-            if entry.status in statuses and not entry.always_load and entry.id:
+            if entry.status in statuses and not entry.always_load and entry.id and self._ours(entry):
                 return entry
         return None
 
@@ -314,6 +316,8 @@ class Memories:
         wanted = title.casefold()
         for entry in self.ctx.catalog.entries():
             if entry.status not in ("active", "unfiled") or entry.title.casefold() != wanted:
+                continue
+            if not self._ours(entry):
                 continue
             if (source_id and entry.source_id == source_id) or (
                 source_url and entry.source_url == source_url

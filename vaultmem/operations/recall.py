@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from vaultmem.errors import InvalidInput
 from vaultmem.index.records import SearchFilters, SearchHit, SearchResult
 from vaultmem.notes.ids import canonical_id, is_full_id, is_id_prefix
-from vaultmem.notes.links import Edge
+from vaultmem.notes.links import TEXT_LINK, Edge
+from vaultmem.operations.as_of import PastLookup, refuse_edges
 from vaultmem.operations.context import Context
+from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.results import (
     STATUS_FILTERS,
     Answer,
@@ -33,7 +35,9 @@ MAX_SEARCH_LIMIT = 100
 MAX_LIST_LIMIT = 500
 DEFAULT_SEARCH_LIMIT = 10
 MODES = ("flag", "suppress")
-CHAIN_TYPES = frozenset({"parent", "develops"})
+#: What ``chain`` walks: the lineage edges, and the links written in a note's text (in a person's
+#: notes a body link is the only way lineage is written down; docs/architecture.md says why).
+CHAIN_TYPES = frozenset({"parent", "develops", TEXT_LINK})
 MAX_DEGREE = 10
 #: Largest candidate pool one search asks the index for while backfilling.
 MAX_POOL = 2000
@@ -58,6 +62,8 @@ class SearchSpec:
     contradiction_mode: str = "flag"
     group_by_cluster: bool = False
     verbose: bool = False  # compact: false: ranking metadata on every item
+    #: The memory as it was then (an ISO date-time or a commit id): :mod:`vaultmem.operations.as_of`.
+    as_of: str | None = None
 
     def with_status(self, status: str | None) -> SearchSpec:
         """The same search over the statuses a graph tool's ``status`` names (default: active)."""
@@ -98,14 +104,23 @@ class _Candidate:
 class Recall:
     """The read actions of the graph tools."""
 
-    def __init__(self, ctx: Context, search: Search) -> None:
+    def __init__(self, ctx: Context, search: Search, lookup: Lookup | None = None) -> None:
         self.ctx = ctx
-        self.lookup = ctx.lookup
+        self.lookup = ctx.lookup if lookup is None else lookup
         self.finder = search
+
+    def at(self, as_of: str) -> Recall:
+        """The same reads over the memory as it was at ``as_of`` (a date-time or a commit)."""
+        view = self.ctx.past.view(as_of)
+        return Recall(self.ctx, Search(self.ctx, view), PastLookup(self.ctx, view))
 
     # -- search / clusters ------------------------------------------------------------------------
     def search(self, spec: SearchSpec, action: str = "search") -> Answer:
         spec = spec.checked()
+        if spec.as_of is not None:  # the same search over the memory as it was then
+            if spec.group_by_cluster:
+                raise refuse_edges("group_by_cluster")
+            return self.at(spec.as_of).search(dataclasses.replace(spec, as_of=None), action)
         query = spec.query.strip()
         warnings: list[str] = []
         if is_full_id(query) or is_id_prefix(query):
@@ -131,7 +146,7 @@ class Recall:
             return False
         if spec.project is not None and entry.project != spec.project:
             return False
-        if spec.tag is not None and spec.tag not in entry.tags:
+        if spec.tag is not None and spec.tag not in entry.all_tags:  # body #tags count too
             return False
         return spec.min_importance is None or (entry.importance or 0.0) >= spec.min_importance
 
@@ -264,7 +279,11 @@ class Recall:
         return out
 
     # -- get ----------------------------------------------------------------------------------------
-    def get(self, thought_id: str | None, include_edges: bool) -> Answer:
+    def get(self, thought_id: str | None, include_edges: bool, as_of: str | None = None) -> Answer:
+        if as_of is not None:  # the thought as it was then
+            if include_edges:
+                raise refuse_edges("include_edges")
+            return self.at(as_of).get(thought_id, False)
         entry = self.lookup.require(thought_id)
         thought = self.lookup.thought(entry)
         if not include_edges:
@@ -364,7 +383,7 @@ class Recall:
             e for e in self.ctx.catalog.entries()
             if e.status in statuses
             and (project is None or e.project == project)
-            and (tag is None or tag in e.tags)
+            and (tag is None or tag in e.all_tags)
             and (is_cluster is None or e.is_cluster == is_cluster)
         ]  # fmt: skip
         # Newest first; the id breaks ties, so a page is stable while nothing is written.
@@ -399,8 +418,10 @@ def _scores(c: _Candidate) -> dict[str, float]:
             scores["distance"] = round(1.0 - hit.similarity, 6)
         if hit.bm25_score is not None:
             scores["bm25_score"] = round(hit.bm25_score, 6)
-        if hit.relevance is not None:
-            scores["relevance"] = round(hit.relevance, 6)
+        # The cross-query score of the hybrid (docs/tools.md), else the calibrated cosine.
+        relevance = hit.calibrated if hit.calibrated is not None else hit.relevance
+        if relevance is not None:
+            scores["relevance"] = round(relevance, 6)
     if c.recency is not None:
         scores["recency_score"] = round(c.recency, 6)
     scores["final_score"] = round(c.score, 6)

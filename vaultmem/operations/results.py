@@ -107,7 +107,7 @@ class Thought:
             id=note_id,
             content=content_of(body),
             status=graph_status(entry.status),
-            tags=tuple(visible_tags(entry.tags)),
+            tags=tuple(visible_tags(entry.all_tags)),  # frontmatter tags, then body #tags
             project=entry.project,
             title=entry.title,
             kind=entry.kind,

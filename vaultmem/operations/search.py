@@ -16,8 +16,11 @@ Scopes (the ``scope`` argument):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from typing_extensions import TypedDict
 
@@ -61,6 +64,8 @@ class SearchRequest:
     kind: str | None = None
     limit: int = 20
     include_deleted: bool = False
+    #: The memory as it was then (an ISO date-time or a commit id): :mod:`vaultmem.operations.as_of`.
+    as_of: str | None = None
 
     def validated(self) -> SearchRequest:
         if not isinstance(self.query, str) or not self.query.strip():
@@ -83,11 +88,33 @@ class SearchRequest:
         return self
 
 
+class NoteReader(Protocol):
+    """What a search reads: the index, or the memory as it was at one moment (``as_of``)."""
+
+    def get(self, note_id: str) -> NoteRecord | None: ...
+    def get_many(self, ids: Sequence[str]) -> dict[str, NoteRecord]: ...
+    def ids_with_prefix(self, hexprefix: str, limit: int = 100) -> list[str]: ...
+    def search(
+        self, query: str, filters: SearchFilters, k: int, *, min_relevance: float | None = None
+    ) -> records.SearchResult: ...
+    def search_vector(self, query: str, filters: SearchFilters, k: int) -> records.SearchResult: ...
+
+
 class Search:
     """Searching the index: the one entry point every tool's search goes through."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, reader: NoteReader | None = None) -> None:
         self.ctx = ctx
+        self._reader = reader  # None: the index as it is now
+
+    @property
+    def index(self) -> NoteReader:
+        """What this search reads: the index, or the past it was given."""
+        return self.ctx.index if self._reader is None else self._reader
+
+    def at(self, as_of: str) -> Search:
+        """The same search over the memory as it was at ``as_of`` (a date-time or a commit)."""
+        return Search(self.ctx, self.ctx.past.view(as_of))
 
     def hits(
         self,
@@ -101,7 +128,7 @@ class Search:
         """The index's ranked hits: hybrid (BM25 + vector, fused, gated at ``min_relevance``, the
         calibration's gate by default), or the vector leg alone; a vector leg that is down makes
         the answer ``degraded`` with a warning, never an error."""
-        index = self.ctx.index
+        index = self.index
         if hybrid:
             return index.search(query, filters, limit, min_relevance=min_relevance)
         try:
@@ -114,7 +141,7 @@ class Search:
     def ids_with_prefix(self, query: str) -> list[str]:
         """The ids an id prefix of 13+ hex digits names (a timestamp window), at most
         :data:`ID_PREFIX_HARD_CAP`, in id order."""
-        return self.ctx.index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)
+        return self.index.ids_with_prefix(compact_hex(query), limit=ID_PREFIX_HARD_CAP)
 
     def memory_search(self, req: SearchRequest) -> SearchResult:
         """Answer ``memory_search``: ``{results, total, cursor: null}``.
@@ -126,9 +153,11 @@ class Search:
         """
         self.check_kind_filter(req.kind)
         req = req.validated()
+        if req.as_of is not None:  # the same search over the memory as it was then
+            return self.at(req.as_of).memory_search(dataclasses.replace(req, as_of=None))
         filters = filters_for(req)
         query = req.query.strip()
-        index = self.ctx.index
+        index = self.index
         if is_full_id(query):
             record = index.get(canonical_id(query))
             # Any status, but a forgotten memory only with include_deleted ("The server excludes
@@ -146,7 +175,7 @@ class Search:
         # total: the matches found (after the relevance gate), which may exceed what `limit` returns.
         total = max(len(hits), result.total - result.filtered_out) if req.scope != "global" else len(hits)
         return SearchResult(
-            results=[shape(h.record, h.score) for h in hits[: req.limit]], total=total, cursor=None
+            results=[shape(h.record, _score(h), h.span) for h in hits[: req.limit]], total=total, cursor=None
         )
 
     def check_kind_filter(self, kind: str | None) -> None:
@@ -168,12 +197,14 @@ class Search:
         )
 
 
-def snippet(body: str) -> str:
-    """The first 200 characters of the body, whitespace collapsed."""
-    return " ".join(body.split())[:SNIPPET_CHARS]
+def snippet(body: str, span: tuple[int, int] | None = None) -> str:
+    """200 characters of the body, whitespace collapsed: from its start, or from the start of the
+    window of a long note that matched (``span``)."""
+    start = 0 if span is None else max(0, min(span[0], len(body)))
+    return " ".join(body[start:].split())[:SNIPPET_CHARS]
 
 
-def shape(record: NoteRecord, score: float) -> SearchHit:
+def shape(record: NoteRecord, score: float, span: tuple[int, int] | None = None) -> SearchHit:
     return SearchHit(
         id=record.id,
         slug=record.slug,
@@ -181,8 +212,13 @@ def shape(record: NoteRecord, score: float) -> SearchHit:
         status=record.status,
         kind=record.kind,
         tags=visible_tags(record.tags),
-        snippet=snippet(record.text),
+        snippet=snippet(record.text, span),
     )
+
+
+def _score(hit: records.SearchHit) -> float:
+    """``memory_search``'s score: the cross-query one (what 0.5 means: docs/tools.md)."""
+    return hit.score if hit.calibrated is None else hit.calibrated
 
 
 def filters_for(req: SearchRequest) -> SearchFilters:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from vaultmem.filing.contract import Contract
 from vaultmem.filing.projects import Project
-from vaultmem.vault.layout import DESK_DIR
+from vaultmem.vault.layout import DESK_DIR, in_home
 
 PROJECT_CONTEXT = "project_context"
 ACTIVE_GOALS = "active_goals"
@@ -44,7 +44,11 @@ class SlotFile:
 
 
 def slot_file(name: str, contract: Contract, project: Project | None) -> SlotFile:
-    folder = f"{contract.projects_desk}/{project.slug}" if project is not None else DESK_DIR
+    folder = (
+        f"{contract.projects_desk}/{project.slug}"
+        if project is not None
+        else in_home(contract.home, DESK_DIR)
+    )
     return SlotFile(name, f"{folder}/{name}.md", project)
 
 

@@ -7,7 +7,8 @@
   not updated for ``stale_after_days``).
 - ``config``: the effective settings as text.
 - ``health``: checks over the vault, the index and git (``vaultmem doctor``'s), the project
-  registry, and ``contradiction_in_cluster``.
+  registry, ``contradiction_in_cluster``, and the sync with the git remote (its last round, the
+  ahead/behind counts, conflict notes).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.filing.projects import Project
 from vaultmem.notes.model import DRAFT_STATUS, LIVE_STATUSES, iso, parse_time
 from vaultmem.operations.context import Context
-from vaultmem.operations.doctor import diagnose
+from vaultmem.operations.doctor import ScanCache, diagnose
 from vaultmem.operations.primers import Primers
 from vaultmem.operations.reflect import PENDING_TAG, same_project
 from vaultmem.operations.results import Answer, Payload, Row, Thought
@@ -33,6 +34,7 @@ from vaultmem.operations.slots import (
     slot_file,
 )
 from vaultmem.operations.supersede import ARCHIVED_STATUSES
+from vaultmem.operations.sync import sync_health
 from vaultmem.vault.catalog import Entry
 from vaultmem.vault.sidefiles import read_side
 
@@ -54,6 +56,14 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
      "rename each file (or remove the pipe or socket); `vaultmem doctor` lists them"),
     ("sync_conflict_copies", "vault", "warning", "conflict copies a sync client left beside the original",
      "merge each copy into its original by hand, then delete the copy"),
+    ("sync_conflict_notes", "sync", "warning",
+     "conflict notes a sync merge left beside a note two machines changed in the same lines (the side "
+     "the note does not carry, in full)",
+     "compare each with the note its conflict_of links to, copy into that note what you want to keep, "
+     "then forget the conflict note (memory_forget) or delete its file"),
+    ("sync_failed", "sync", "warning", "the last sync round with the git remote failed",
+     "read the error: offline is fine (vaultmem keeps working and the next round retries); a refusal "
+     "means `git fetch` does not work in the vault; `vaultmem sync` runs a round now"),
     ("dangling_links", "graph", "warning", "typed links whose target no note answers to",
      "fix the link in the note, or remove it"),
     ("index_usable", "index", "error", "the search index fails when it is read (searches fail)",
@@ -75,6 +85,11 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("stale_git_locks", "git", "warning",
      "git lock files no process holds, older than the lock timeout (a git killed mid-commit)",
      "nothing to do: vaultmem removes a stale lock at its next commit (or remove it yourself)"),
+    ("secrets_in_notes", "vault", "warning",
+     "notes holding what looks like a secret (a key, a token, a password): edited in by hand, since "
+     "agents' writes are guarded; git keeps every version",
+     "remove the secret from the note (keep where it lives instead: a password manager entry); it "
+     "stays in older commits until the history is rewritten (git filter-repo)"),
     ("project_registry", "projects", "error", "project.yaml files that cannot be read",
      "fix each file by hand"),
     ("contradiction_in_cluster", "semantic consistency", "warning",
@@ -93,6 +108,12 @@ def _clip(text: str, limit: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
 
 
+#: Said by ``slots`` when the call named no project.
+SLOTS_WARNING = (
+    "no project scope — the project-scoped slot overrides were not applied (pass cwd to read them)"
+)
+
+
 class Status:
     """The read actions of ``memory_status``."""
 
@@ -104,6 +125,8 @@ class Status:
         self.stale_days = ctx.settings.stale_after_days
         #: Set by the HTTP daemon: its MCP session counts, reported by ``health``.
         self.sessions: Callable[[], Mapping[str, int]] | None = None
+        #: health's secret scan of each note, kept while the note's content is the same.
+        self._scanned: ScanCache = {}
 
     # -- shared -------------------------------------------------------------------------------------
     def _in_scope(self, entry: Entry, project: str | None) -> bool:
@@ -123,7 +146,15 @@ class Status:
         return [e for _when, e in rows]
 
     # -- slots --------------------------------------------------------------------------------------
-    def slots(self, project: Project | None, slots_limit: int, offset: int) -> Answer:
+    def slots(self, project: Project | None, slots_limit: int, offset: int, scoped: bool = True) -> Answer:
+        """The slots of ``project``; unless ``scoped`` (the caller named no project) the answer warns
+        that the project's own slot overrides were not applied."""
+        answer = self._slots(project, slots_limit, offset)
+        if not scoped:
+            answer.warnings.append(SLOTS_WARNING)
+        return answer
+
+    def _slots(self, project: Project | None, slots_limit: int, offset: int) -> Answer:
         if (
             isinstance(slots_limit, bool)
             or not isinstance(slots_limit, int)
@@ -284,12 +315,19 @@ class Status:
         with contextlib.suppress(Exception):  # let queued commits land; a failure shows as uncommitted
             ctx.writer.commits.flush(timeout=10.0)
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
-        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo)
+        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._scanned)
+        sync = sync_health(ctx)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, Sequence[Payload]] = {
             "malformed_notes": [{"path": p, "problem": m} for p, m in sorted(report.malformed.items())],
             "skipped_files": [{"path": p, "problem": m} for p, m in sorted(report.skipped.items())],
             "sync_conflict_copies": [{"path": p} for p in report.conflict_copies],
+            "sync_conflict_notes": [{"path": p} for p in report.conflict_notes],
+            "sync_failed": [
+                {"error": sync["last_error"], "kind": sync["last_error_kind"], "at": sync["last_attempt"]}
+            ]
+            if sync["last_ok"] is False
+            else [],
             "dangling_links": list(report.dangling_links),
             "index_usable": [{"problem": unusable}] if unusable else [],
             "index_missing": [{"path": p} for p in report.index_missing],
@@ -301,6 +339,7 @@ class Status:
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
             "stale_git_locks": report.stale_git_locks,
+            "secrets_in_notes": list(report.secrets),
             "project_registry": [{"path": p, "problem": m} for p, m in sorted(ctx.projects.problems.items())],
             "contradiction_in_cluster": self.contradictions_in_clusters(),
         }
@@ -316,7 +355,10 @@ class Status:
             "status": worst,
             "notes": report.notes,
             "index_rows": report.index_rows,
+            # A person's links to notes not written yet: counted, not a finding (Obsidian's idiom).
+            "dangling_text_links": len(report.dangling_text_links),
             "checks": checks,
+            "sync": sync,
         }
         if self.sessions is not None:  # served over HTTP: the MCP sessions open (server/sessions.py)
             sessions: Row = dict(self.sessions())

@@ -17,7 +17,7 @@ from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
 from vaultmem.filing import rules
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.ids import canonical_id, is_full_id
-from vaultmem.notes.links import Edge, add_link
+from vaultmem.notes.links import TEXT_LINK, Edge, add_link
 from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.edges import check_endpoints, decide_link
@@ -320,9 +320,12 @@ class Supersede:
         return self.lookup.thought(entry).status if entry is not None else None
 
     def _source_edges(self, sid: str) -> list[Edge]:
+        """The source's typed edges, outgoing and incoming, oldest first. Links written in a note's
+        text (``links_to``) stay where they are: they are the person's words, never rewritten."""
         records = sorted(
-            self.lookup.edges.edges_of(sid), key=lambda e: (e.created_at, e.id)
-        )  # outgoing and incoming, oldest first
+            (e for e in self.lookup.edges.edges_of(sid) if e.type != TEXT_LINK),
+            key=lambda e: (e.created_at, e.id),
+        )
         return records
 
     def _transfers(self, sid: str, tid: str, target_is_cluster: bool) -> list[_Transfer]:

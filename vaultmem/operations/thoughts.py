@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from vaultmem import caller
+from vaultmem.caller import INTERNAL
 from vaultmem.errors import CapReached, InvalidInput, VaultmemError
 from vaultmem.filing import rules
 from vaultmem.filing.contract import Contract
+from vaultmem.filing.secrets import without_secrets
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.ids import uuid7
 from vaultmem.notes.links import add_link
@@ -51,16 +55,31 @@ class NewNote:
     grow_from: tuple[str, ...] | None = None
 
 
+def session_tag() -> str | None:
+    """The writing session of the call being served, as stored in a note's ``source.session``: the
+    first 12 hex digits of the sha256 of the MCP session id (the id itself is never written); None
+    outside an MCP session (the CLI, hand edits, the daemon's own work)."""
+    session = caller.current().session
+    return hashlib.sha256(session.encode("utf-8")).hexdigest()[:12] if session else None
+
+
 def plan_new_note(ctx: Context, draft: Draft, new: NewNote, now: dt.datetime) -> str:
-    """Put a new note into ``draft``; return its vault path (the one create path)."""
+    """Put a new note into ``draft``; return its vault path (the one create path).
+
+    The file name is made from the title and text with any secret in them replaced by its marker
+    (the writer's secret guard then refuses or redacts the note itself), so no secret can reach
+    a file name, a commit subject or the index through one.
+    """
     note_id = uuid7()
+    grow = new.grow_from if new.grow_from is not None else (new.title, new.content)
     slug = resolve_collision(
-        new.slug_base or make_slug(new.title),
+        new.slug_base or make_slug(without_secrets(new.title)),
         lambda s: ctx.writer.name_taken(new.directory, s) or draft.reserved_name(s),
-        meaningful_words(*(new.grow_from if new.grow_from is not None else (new.title, new.content))),
+        _words_of(grow),
         hash_source=note_id,
     )
     stamp = iso(now)
+    who = caller.current()
     fields: dict[str, object] = {
         "id": note_id,
         "title": new.title,
@@ -72,6 +91,11 @@ def plan_new_note(ctx: Context, draft: Draft, new: NewNote, now: dt.datetime) ->
     }
     if not fields.get("tags"):
         fields["tags"] = []
+    if who is not INTERNAL:  # the note's source names the agent (or the CLI's user) who wrote it
+        fields["source"] = {**_mapping(fields.get("source")), "agent": who.agent}
+    session = session_tag()
+    if session is not None:  # the episode this note belongs to (the ranking's context step)
+        fields["source"] = {**_mapping(fields.get("source")), "session": session}
     rel = f"{new.directory}/{slug}.md"
     draft.put(rel, new_note_text(fields, new.content), new.action, create=True)
     return rel
@@ -332,6 +356,15 @@ class Thoughts:
         entry = self.ctx.catalog.by_path(rel)
         assert entry is not None
         return self.ctx.lookup.thought(entry, body)
+
+
+def _words_of(texts: Sequence[str]) -> Iterator[str]:
+    """The words a taken name grows by, secrets left out; read only when the name is taken."""
+    yield from meaningful_words(*map(without_secrets, texts))
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _check_url_links(value: Json) -> list[dict[str, str]] | None:

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from vaultmem import __version__
 from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
+from vaultmem.mcp.validation import AGENT_SCOPE_KEY
 from vaultmem.memory import Memory
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.token import TokenFile
@@ -107,7 +108,12 @@ class HostOriginGuard:
 
 
 class BearerAuth:
-    """401 unless ``Authorization: Bearer <token>`` matches the token file (constant-time)."""
+    """401 unless ``Authorization: Bearer <token>`` is one of the vault's tokens (constant-time).
+
+    The agent the token names goes into the request's scope under :data:`AGENT_SCOPE_KEY`, where
+    the MCP server reads it for each tool call (``mcp/validation.py``): a client cannot claim a
+    name by a header, only by holding that agent's token.
+    """
 
     def __init__(self, app: ASGIApp, tokens: TokenFile) -> None:
         self.app = app
@@ -118,9 +124,11 @@ class BearerAuth:
             scheme, _, presented = Headers(scope=scope).get("authorization", "").partition(" ")
             # Headers arrive latin-1 decoded; encoding back gives the exact bytes sent.
             candidate = presented.strip().encode("latin-1", "replace")
-            if scheme.lower() != "bearer" or not self.tokens.matches(candidate):
+            agent = self.tokens.agent_for(candidate) if scheme.lower() == "bearer" else None
+            if agent is None:
                 await _refuse(scope, receive, send, 401, "missing or invalid bearer token")
                 return
+            scope[AGENT_SCOPE_KEY] = (agent.name, agent.email)
         await self.app(scope, receive, send)
 
 

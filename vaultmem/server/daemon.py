@@ -1,16 +1,19 @@
 """Running the daemon (``vaultmem serve``) and the stdio server (``vaultmem mcp``).
 
 Start: bind the loopback socket first (a port in use fails at once), open the vault and its index,
-reconcile the index with the vault (catching what changed while nothing ran), start the watcher,
-then answer requests. Stop (SIGINT, SIGTERM, or :meth:`Daemon.stop`): stop accepting, end the open
-event streams, let the requests being answered finish for up to ``shutdown_grace`` seconds
-(``drain.py``), stop the watcher (committing pending hand edits), flush the commit queue. Every
+reconcile the index with the vault (catching what changed while nothing ran), start the watcher
+and the sync rounds (when the repository has a git remote: after writes and every
+``sync_interval`` seconds, docs/sync.md), then answer requests. Stop (SIGINT, SIGTERM, or
+:meth:`Daemon.stop`): stop accepting, end the open event streams, let the requests being answered
+finish for up to ``shutdown_grace`` seconds (``drain.py``), stop the sync rounds (one merging
+finishes) and the watcher (committing pending hand edits), flush the commit queue. Every
 acknowledged write is in git when the process exits, and every call that finished was answered.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -163,7 +166,7 @@ class Daemon:
             ensure_token(self.token_file)
             self.memory = Memory(self.settings, embedder=self.embedder)
             self.memory.reconcile(progress)
-            self.memory.start_watching()
+            self.memory.start_watching()  # and sync with the git remote, when it has one
             app = build_app(
                 self.memory,
                 host=self.host,
@@ -292,7 +295,8 @@ def run_stdio(
     Either way the session ends normally: in-flight calls finish, then the watcher stops and the
     commit queue is flushed before the process exits.
     """
-    memory = Memory(settings, embedder=embedder)
+    # The stdio server never syncs on its own (one per agent session): the daemon does.
+    memory = Memory(dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder)
     try:
         memory.reconcile()
         memory.start_watching()

@@ -7,21 +7,43 @@ config directory, one file per vault, readable by the owner only::
     $VAULTMEM_TOKEN_FILE                      when set (one file, whatever the vault)
     $XDG_CONFIG_HOME/vaultmem/tokens/<vault name>-<hash of the vault path>.token
     ~/.config/vaultmem/tokens/...             when XDG_CONFIG_HOME is unset
+
+That file holds the *default* token (``vaultmem token`` prints it; hosts set up before named tokens
+keep working). **Named tokens**, one per agent (``vaultmem token add cursor``), live beside it in
+``<same name>.agents.json`` (0600 too), stored as sha256 digests: a named token is shown once, when
+it is made, and only its first characters are kept for ``vaultmem token list``. A request is
+attributed to its token's name: its commits are authored ``<name> <<name>@vaultmem.local>`` (or
+the address given with ``--email``). A running daemon re-reads both files when they change, so a
+``token revoke`` takes effect on its next request.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import fcntl
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from vaultmem.errors import VaultError
+from vaultmem.caller import AGENT_DOMAIN
+from vaultmem.errors import InvalidInput, VaultError
 
 TOKEN_BYTES = 32
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: The name the default token's requests are attributed to.
+DEFAULT_AGENT = "default"
+#: A token's name: what `git log --author=NAME` finds (letters, digits, ``.``, ``_``, ``-``).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: Characters of a named token kept to tell it apart in ``token list`` (the rest is never stored).
+SHOWN_CHARS = 4
 
 
 def token_path(vault: Path) -> Path:
@@ -48,12 +70,16 @@ def new_token() -> str:
 
 def write_token(path: Path, token: str) -> None:
     """Write ``token`` to ``path`` atomically, readable and writable by the owner only (0600)."""
+    _write_private(path, (token + "\n").encode("ascii"))
+
+
+def _write_private(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.write(fd, (token + "\n").encode("ascii"))
+            os.write(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -93,17 +119,149 @@ def rotate_token(path: Path) -> str:
     return token
 
 
-class TokenFile:
-    """The token a running daemon checks requests against, re-read when the file changes.
+# -- named tokens ------------------------------------------------------------------------------------
 
-    So ``vaultmem token --rotate`` takes effect without a restart. The file is stat'ed on each
-    check (microseconds); it is re-read only when its mtime or size changed.
+
+@dataclass(frozen=True)
+class Agent:
+    """Whom a token belongs to: the name its writes are attributed to, and their commits' address."""
+
+    name: str
+    email: str
+
+
+def agents_path(token_file: Path) -> Path:
+    """The named tokens of the vault whose default token is ``token_file``."""
+    stem = token_file.name.removesuffix(".token")
+    return token_file.with_name(f"{stem}.agents.json")
+
+
+def _digest(token: str | bytes) -> str:
+    return hashlib.sha256(token.encode("ascii") if isinstance(token, str) else token).hexdigest()
+
+
+def _read_agents(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise VaultError(
+            f"cannot read the named tokens in {path}: {exc}; fix or remove the file (every named "
+            "token in it stops working), then add the agents again with `vaultmem token add NAME`"
+        ) from exc
+    tokens = data.get("tokens") if isinstance(data, dict) else None
+    return {k: v for k, v in tokens.items() if isinstance(v, dict)} if isinstance(tokens, dict) else {}
+
+
+@contextlib.contextmanager
+def _agents_locked(path: Path) -> Iterator[dict[str, dict[str, Any]]]:
+    """The named tokens, for a change written back when the block ends (two `token add` at once
+    both land: the change is made under an exclusive lock)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise VaultError(f"cannot lock the named tokens in {path}: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        tokens = _read_agents(path)
+        yield tokens
+        body = json.dumps({"version": 1, "tokens": tokens}, indent=2, sort_keys=True)
+        _write_private(path, (body + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def check_agent_name(name: str) -> str:
+    """``name`` if it can name a token (and a commit author), else InvalidInput saying what can."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InvalidInput(
+            f"{name!r} cannot name a token: use 1-64 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit (it becomes the commit author, so `git log --author=NAME` finds it)"
+        )
+    return name
+
+
+def _check_email(email: str) -> str:
+    if "@" not in email or any(c in email for c in "<>\n\r\0") or len(email) > 254:
+        raise InvalidInput(f"{email!r} is not a mail address a commit can carry (name@host)")
+    return email
+
+
+def add_token(token_file: Path, name: str, email: str | None = None) -> str:
+    """Make a token for the agent ``name`` and return it: the only time it is shown."""
+    check_agent_name(name)
+    address = _check_email(email) if email is not None else f"{name}@{AGENT_DOMAIN}"
+    token = new_token()
+    with _agents_locked(agents_path(token_file)) as tokens:
+        if name.casefold() == DEFAULT_AGENT:
+            raise InvalidInput(f"{DEFAULT_AGENT!r} is the default token's name; choose another")
+        if name.casefold() in {n.casefold() for n in tokens}:
+            raise InvalidInput(
+                f"a token named {name!r} exists already; revoke it first (`vaultmem token revoke "
+                f"{name}`) to make a new one"
+            )
+        tokens[name] = {
+            "sha256": _digest(token),
+            "shown": token[:SHOWN_CHARS],
+            "email": address,
+            "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+    return token
+
+
+def revoke_token(token_file: Path, name: str) -> None:
+    """Remove the agent ``name``'s token; a running daemon refuses it from its next request."""
+    if name.casefold() == DEFAULT_AGENT:
+        raise InvalidInput(
+            "the default token cannot be revoked (hosts set up with `vaultmem token` use it); "
+            "replace it with `vaultmem token --rotate`"
+        )
+    with _agents_locked(agents_path(token_file)) as tokens:
+        found = next((n for n in tokens if n.casefold() == name.casefold()), None)
+        if found is None:
+            known = ", ".join(sorted(tokens)) or "none"
+            raise InvalidInput(
+                f"no token is named {name!r} (named tokens: {known}); see `vaultmem token list`"
+            )
+        del tokens[found]
+
+
+def _email_of(name: str, record: dict[str, Any]) -> str:
+    return str(record.get("email") or f"{name}@{AGENT_DOMAIN}")
+
+
+def list_tokens(token_file: Path) -> list[dict[str, str]]:
+    """Every token: the default one first, then the named ones by name. Never a token itself."""
+    rows = [{"name": DEFAULT_AGENT, "email": f"{DEFAULT_AGENT}@{AGENT_DOMAIN}", "created": "", "shown": ""}]
+    for name, record in sorted(_read_agents(agents_path(token_file)).items()):
+        rows.append(
+            {
+                "name": name,
+                "email": _email_of(name, record),
+                "created": str(record.get("created", "")),
+                "shown": f"{record.get('shown', '')}…",
+            }
+        )
+    return rows
+
+
+class TokenFile:
+    """The tokens a running daemon checks requests against, re-read when their files change.
+
+    So ``vaultmem token --rotate``, ``token add`` and ``token revoke`` take effect without a
+    restart. Both files are stat'ed on each check (microseconds); one is re-read only when its
+    mtime or size changed.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.agents_path = agents_path(path)
         self._stamp: tuple[int, int] | None = None
         self._token: bytes = b""
+        self._agents_stamp: tuple[int, int] | None = None
+        self._agents: list[tuple[str, Agent]] = []
 
     def current(self) -> bytes:
         try:
@@ -117,7 +275,37 @@ class TokenFile:
             self._stamp = stamp
         return self._token
 
-    def matches(self, presented: bytes) -> bool:
-        """Constant-time comparison of a presented token with the current one."""
+    def named(self) -> list[tuple[str, Agent]]:
+        """(sha256 of the token, its agent) for every named token now; none once the file is gone."""
+        try:
+            st = self.agents_path.stat()
+        except OSError:
+            self._agents_stamp, self._agents = None, []
+            return self._agents
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._agents_stamp:
+            self._agents = [
+                (
+                    str(record.get("sha256", "")),
+                    Agent(name, str(record.get("email") or f"{name}@{AGENT_DOMAIN}")),
+                )
+                for name, record in _read_agents(self.agents_path).items()
+            ]
+            self._agents_stamp = stamp
+        return self._agents
+
+    def agent_for(self, presented: bytes) -> Agent | None:
+        """The agent whose token ``presented`` is (constant-time comparisons), or None."""
+        found: Agent | None = None
         expected = self.current()
-        return bool(expected) and hmac.compare_digest(presented, expected)
+        if expected and hmac.compare_digest(presented, expected):
+            found = Agent(DEFAULT_AGENT, f"{DEFAULT_AGENT}@{AGENT_DOMAIN}")
+        digest = _digest(presented)
+        for stored, agent in self.named():  # every one compared: the time says nothing about which
+            if hmac.compare_digest(digest, stored) and found is None:
+                found = agent
+        return found
+
+    def matches(self, presented: bytes) -> bool:
+        """Whether ``presented`` is one of the tokens."""
+        return self.agent_for(presented) is not None

@@ -1,20 +1,28 @@
-"""The edge graph in memory: every typed link of the vault, derived from frontmatter.
+"""The edge graph in memory: every link of the vault, derived from the notes.
 
-Built from the notes' frontmatter at start (the first reconcile) and kept current by the write
-path's listener and the watcher, so it is current when a write returns; the graph tools read it.
-It is derived state held only here: a restart derives it again (``docs/architecture.md`` says why
-there is no LanceDB edges table).
+Two kinds of edges: the typed links of frontmatter (``supports: ["[[x]]"]``, written by agents or
+a person) and the read-only ``links_to`` edges of the links in a note's text (``[[x]]`` in the
+body, a person's own property): the graph a person builds in Obsidian. The second kind comes from
+the catalog (which parsed the text once, and caches it), so building the graph reads only the
+notes that carry typed links.
+
+Built at start (the first reconcile) and kept current by the write path's listener and the
+watcher, so it is current when a write returns; the graph tools read it. A note that appears,
+goes or changes its ``aliases:`` re-resolves the links that name it (a person clicks an
+unresolved link and Obsidian creates the note: the edge appears). It is derived state held only
+here: a restart derives it again (``docs/architecture.md`` says why there is no LanceDB edges table).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import derived_id
-from vaultmem.notes.links import Edge, edges_of, typed_links
+from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, text_edges, text_refs, typed_links
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, Entry, read_note
 from vaultmem.vault.layout import VaultLayout
@@ -46,88 +54,64 @@ class Standing:
 
 
 class EdgeGraph:
-    """Every edge of the vault, by source, by target and by id. Thread-safe."""
+    """Every edge of the vault, by source, by target and by id. Thread-safe.
+
+    The typed edges are built by :meth:`rebuild` (the first reconcile, on the start's path). The
+    ``links_to`` edges of the notes' text are built on the first read that needs them, or on a
+    thread as soon as a daemon starts watching (:meth:`warm_in_background`): a vault of a
+    person's notes has several per note, and deriving tens of thousands of them before the first
+    answer would slow every start (``docs/benchmarks.md``). A search's standing annotations read
+    only typed edges and never wait for them.
+    """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._out: dict[str, list[Edge]] = {}  # source id -> its edges
         self._in: dict[str, list[Edge]] = {}  # target id -> edges pointing at it
         self._by_id: dict[str, Edge] = {}  # edge id -> edge
-        self.primed = False  # every linked note's edges computed at least once
+        #: Lower-cased last name of every link target -> paths of the notes whose links name it.
+        self._mentions: dict[str, set[str]] = {}
+        self._named: dict[str, tuple[str, tuple[str, ...]]] = {}  # note id -> (path, its names)
+        self.primed = False  # every linked note's typed edges computed at least once
+        self._text_ready = True  # False while the catalog's text links wait to become edges
+        self._background = False  # build them on a thread after each rebuild (a daemon)
         self._lock = threading.RLock()
+        self._memo: dict[str, str] | None = None  # path -> index id, while a build runs
 
-    def _resolver(self, source: str) -> Callable[[str, str | None], str | None]:
-        """Resolve the links of the note at ``source``: (name, recorded id) -> the target's id."""
-
-        def resolve(target: str, recorded: str | None) -> str | None:
-            entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
-            if entry is None:
-                return None
-            return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
-
-        return resolve
-
-    def update(self, note: Note) -> None:
-        """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
-        self.update_many([note])
-
-    def update_many(self, notes: list[Note]) -> None:
-        """Replace the outgoing edges of each note."""
-        with self._lock:
-            for note in notes:
-                source_id = index_id(note, self.catalog)  # a conflict copy's links are its own
-                meta = note.text.meta if note.text is not None else {}
-                if not typed_links(meta) and source_id not in self._out:
-                    continue
-                edges, _dangling = edges_of(
-                    source_id, meta, self._resolver(note.path), note.updated or note.created or ""
-                )
-                self._set(source_id, edges)
-
-    def forget(self, source_id: str) -> None:
-        with self._lock:
-            self._set(source_id, [])
-
-    def _set(self, source_id: str, edges: list[Edge]) -> None:
-        for old in self._out.pop(source_id, []):
-            self._by_id.pop(old.id, None)
-            incoming = self._in.get(old.target_id, [])
-            incoming[:] = [e for e in incoming if e.source_id != source_id]
-            if not incoming:
-                self._in.pop(old.target_id, None)
-        if edges:
-            self._out[source_id] = list(edges)
-            for edge in edges:
-                self._in.setdefault(edge.target_id, []).append(edge)
-                self._by_id[edge.id] = edge
-
+    # -- reads -------------------------------------------------------------------------------------
     def find(self, edge_id: str) -> Edge | None:
         """The edge with this id (from memory)."""
+        self._text_edges()
         return self._by_id.get(edge_id)
 
     def outgoing(self, note_id: str) -> list[Edge]:
+        self._text_edges()
         return list(self._out.get(note_id, []))
 
     def incoming(self, note_id: str) -> list[Edge]:
+        self._text_edges()
         return list(self._in.get(note_id, []))
 
     def edges_of(self, note_id: str) -> list[Edge]:
         """Every edge that starts or ends at ``note_id`` (from memory; no index query)."""
+        self._text_edges()
         return [*self._out.get(note_id, []), *self._in.get(note_id, [])]
 
     def standing(self, note_id: str, status: str, is_live: Callable[[str], bool]) -> Standing:
         """Whether a note is current, superseded or contradicted, and by which live notes.
 
         Superseded: its status says so, or a live note ``replaces`` it. Contradicted: a live note
-        and it are joined by a ``contradicts`` edge (either direction).
+        and it are joined by a ``contradicts`` edge (either direction). Typed edges only: this
+        never waits for the edges of the notes' text.
         """
+        incoming, outgoing = self._in.get(note_id, []), self._out.get(note_id, [])
         superseded_by = sorted(
-            {e.source_id for e in self._in.get(note_id, []) if e.type == "replaces" and is_live(e.source_id)}
+            {e.source_id for e in incoming if e.type == "replaces" and is_live(e.source_id)}
         )
         contradicted_by = sorted(
             {
                 e.target_id if e.source_id == note_id else e.source_id
-                for e in self.edges_of(note_id)
+                for e in [*outgoing, *incoming]
                 if e.type == "contradicts"
             }
             - {note_id}
@@ -139,15 +123,221 @@ class EdgeGraph:
             return Standing("contradicted", (), tuple(contradicted_by))
         return Standing("current", (), ())
 
+    # -- building ----------------------------------------------------------------------------------
     def rebuild(self, layout: VaultLayout) -> int:
-        """Recompute every linked note's edges (after a reconcile changed what links resolve to)."""
-        notes: list[Note] = []
-        for entry in self.catalog.entries():
-            if entry.links:
-                try:
-                    notes.append(read_note(layout, entry.path))
-                except MalformedNote:
-                    continue
-        self.update_many(notes)
-        self.primed = True
-        return len(notes)
+        """Recompute every note's typed edges (after a reconcile changed what links resolve to)
+        and mark the edges of the notes' text to be derived again; return how many notes have
+        links. Only the notes with typed links are read from the vault, and a note without links
+        or aliases costs nothing here (most of a person's vault)."""
+        with self._lock:
+            for table in (self._out, self._in, self._by_id, self._mentions, self._named):
+                table.clear()
+            memo: dict[str, str] = {}
+            self._memo = memo
+            linked = 0
+            texts = False
+            self._text_ready = True  # typed edges only, now: the text build follows
+            try:
+                for entry in self.catalog.entries():
+                    if not (entry.links or entry.text_links or entry.aliases):
+                        continue
+                    source_id = memo.get(entry.path)
+                    if source_id is None:
+                        source_id = memo[entry.path] = index_id(entry, self.catalog)
+                    if entry.aliases:  # a note's file name is known from its path; its aliases only here
+                        self._named[source_id] = (entry.path, _names(entry.path, entry.aliases))
+                    texts = texts or bool(entry.text_links)
+                    if entry.links:
+                        self._compute(source_id, entry.path, entry, None)
+                    linked += bool(entry.links or entry.text_links)
+            finally:
+                self._memo = None
+            self._text_ready = not texts
+            self.primed = True
+        if self._background and not self._text_ready:
+            self._start_text_build()
+        return linked
+
+    def warm_in_background(self) -> None:
+        """Derive the edges of the notes' text on a thread now, and after every rebuild (a
+        daemon, whose first graph read should not wait for them)."""
+        self._background = True
+        if not self._text_ready:
+            self._start_text_build()
+
+    def _start_text_build(self) -> None:
+        threading.Thread(target=self._text_edges, name="vaultmem-text-links", daemon=True).start()
+
+    def _text_edges(self) -> None:
+        """Add the ``links_to`` edge of every link in every note's text (once after a rebuild)."""
+        if self._text_ready:
+            return
+        with self._lock:
+            if self._text_ready:
+                return
+            memo: dict[str, str] = {}
+            self._memo = memo
+            try:
+                for entry in self.catalog.entries():
+                    if not entry.text_links:
+                        continue
+                    source_id = memo.get(entry.path)
+                    if source_id is None:
+                        source_id = memo[entry.path] = index_id(entry, self.catalog)
+                    for target in entry.text_links:
+                        self._mentions.setdefault(_last_name(target), set()).add(entry.path)
+                    edges, _dangling = text_edges(
+                        source_id, entry.text_links, self._resolver(entry.path), _stamp(entry, None)
+                    )
+                    self._add(source_id, edges)
+            finally:
+                self._memo = None
+            self._text_ready = True
+
+    def _resolver(self, source: str) -> Callable[[str, str | None], str | None]:
+        """Resolve the links of the note at ``source``: (name, recorded id) -> the target's id."""
+        memo = self._memo
+
+        def resolve(target: str, recorded: str | None) -> str | None:
+            entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
+            if entry is None:
+                return None
+            if memo is None:
+                return index_id(entry, self.catalog)  # a link to a conflict copy points at the copy's row
+            found = memo.get(entry.path)
+            if found is None:
+                found = memo[entry.path] = index_id(entry, self.catalog)
+            return found
+
+        return resolve
+
+    # -- keeping up --------------------------------------------------------------------------------
+    def update(self, note: Note) -> None:
+        """Replace the note's outgoing edges (a no-op for a note that has and had none)."""
+        self.update_many([note])
+
+    def update_many(self, notes: list[Note]) -> None:
+        """Replace the outgoing edges of each note; re-resolve the links naming a note that is new
+        here or changed its ``aliases:``."""
+        with self._lock:
+            renamed: set[str] = set()
+            for note in notes:
+                source_id = index_id(note, self.catalog)  # a conflict copy's links are its own
+                entry = self.catalog.by_path(note.path)
+                if entry is not None and entry.content_hash != note.content_hash:
+                    entry = None  # the catalog has moved on (or not yet): read the note itself
+                renamed |= self._renamed(source_id, note.path, entry.aliases if entry else ())
+                self._compute(source_id, note.path, entry, note)
+            self._refresh(renamed)
+
+    def forget(self, source_id: str, path: str | None = None) -> None:
+        """The note ``source_id`` (at ``path``) is gone: drop its edges and re-resolve the links
+        that named it."""
+        with self._lock:
+            self._set(source_id, [])
+            named = self._named.pop(source_id, None)
+            names = set(named[1]) if named is not None else set()
+            if path is not None:
+                names.add(_names(path, ())[0])
+            self._refresh(names)
+
+    def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
+        """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
+        typed links and is not given), those of its text from ``entry`` (or ``note``) unless the
+        text build is still to come (it adds them)."""
+        meta = note.text.meta if note is not None and note.text is not None else None
+        links = typed_links(meta) if meta is not None else (entry.links if entry is not None else ())
+        if links and meta is None:
+            try:
+                note = read_note(self.catalog.layout, path)
+                meta = note.text.meta if note.text is not None else {}
+            except MalformedNote:
+                links, meta = (), None
+        targets: tuple[str, ...] = ()
+        if self._text_ready:
+            targets = (
+                entry.text_links if entry is not None else text_refs(note.body, meta).links if note else ()
+            )
+        for target in (*(name for _t, name in links), *targets):
+            self._mentions.setdefault(_last_name(target), set()).add(path)
+        if not links and not targets and source_id not in self._out:
+            return
+        resolve = self._resolver(path)
+        created = _stamp(entry, note)
+        edges: list[Edge] = []
+        if links and meta is not None:
+            edges, _dangling = edges_of(source_id, meta, resolve, created)
+        if targets:
+            edges.extend(text_edges(source_id, targets, resolve, created)[0])
+        self._set(source_id, edges)
+
+    def _renamed(self, note_id: str, path: str, aliases: tuple[str, ...]) -> set[str]:
+        """The names whose links resolve differently now that ``note_id`` is at ``path`` with these
+        ``aliases``: all of them for a note not seen here before (new, or not written since the
+        rebuild), none for one whose names stayed."""
+        names = _names(path, aliases)
+        before = self._named.get(note_id)
+        self._named[note_id] = (path, names)
+        if before is None:
+            return set(names)
+        if before[0] == path and set(before[1]) == set(names):
+            return set()
+        return {*names, *before[1]}
+
+    def _refresh(self, names: Iterable[str]) -> None:
+        """Recompute the edges of every note whose links name one of ``names``."""
+        paths = {p for name in names for p in self._mentions.get(name, ())}
+        for path in sorted(paths):
+            entry = self.catalog.by_path(path)
+            if entry is None:
+                self._mentions_gone(path)
+                continue
+            self._compute(index_id(entry, self.catalog), path, entry, None)
+
+    def _mentions_gone(self, path: str) -> None:
+        for name in [n for n, paths in self._mentions.items() if path in paths]:
+            self._mentions[name].discard(path)
+            if not self._mentions[name]:
+                del self._mentions[name]
+
+    def _set(self, source_id: str, edges: list[Edge]) -> None:
+        for old in self._out.pop(source_id, []):
+            self._by_id.pop(old.id, None)
+            incoming = self._in.get(old.target_id, [])
+            incoming[:] = [e for e in incoming if e.source_id != source_id]
+            if not incoming:
+                self._in.pop(old.target_id, None)
+        self._add(source_id, edges)
+
+    def _add(self, source_id: str, edges: list[Edge]) -> None:
+        if not edges:
+            return
+        self._out.setdefault(source_id, []).extend(edges)
+        for edge in edges:
+            self._in.setdefault(edge.target_id, []).append(edge)
+            self._by_id[edge.id] = edge
+
+
+def _names(path: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
+    """The lower-cased names a link may call the note at ``path`` by: its file name, its aliases."""
+    return (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), *(a.lower() for a in aliases))
+
+
+def _last_name(target: str) -> str:
+    """The file name a link target ends with, lower-cased: what a new note must be called to take it."""
+    return target.rsplit("/", 1)[-1].strip().lower()
+
+
+def _stamp(entry: Entry | None, note: Note | None) -> str:
+    """When a note's links were last written, as far as the vault tells: its ``updated`` or
+    ``created``, else (a person's note without frontmatter) its file's time."""
+    for source in (note, entry):
+        if source is not None and (source.updated or source.created):
+            return str(source.updated or source.created)
+    if entry is not None:
+        when = dt.datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=dt.UTC)
+        return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return ""
+
+
+__all__ = ["TEXT_LINK", "EdgeGraph", "Standing", "index_id"]

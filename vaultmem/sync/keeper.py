@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
@@ -19,10 +20,17 @@ from vaultmem.index.heap import release_free_memory
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.opening import calibration_for
 from vaultmem.sync.graph import EdgeGraph
-from vaultmem.sync.reconcile import IndexListener, Progress, ReconcileReport, reconcile, sync_path
+from vaultmem.sync.reconcile import (
+    IndexListener,
+    Progress,
+    ReconcileReport,
+    reconcile,
+    reconcile_paths,
+    sync_path,
+)
 from vaultmem.sync.watcher import VaultWatcher
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.layout import VaultLayout, is_side_file
+from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.writer import VaultWriter
 
 log = logging.getLogger(__name__)
@@ -50,6 +58,9 @@ class IndexKeeper:
         self.index = index
         self.graph = graph
         self.watcher: VaultWatcher | None = None
+        #: (start, stop) of what runs while the vault is watched: the daemon's sync rounds, started
+        #: after the watcher and stopped before it (``operations/sync.py``).
+        self.companions: list[tuple[Callable[[], None], Callable[[], None]]] = []
         writer.add_listener(IndexListener(index, graph))
         # Index writes that failed (a full disk under the state directory) are written again by a
         # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
@@ -63,7 +74,9 @@ class IndexKeeper:
         # Opening the writer has just scanned the catalog: the first reconcile need not again.
         self._catalog_fresh = True
 
-    def reconcile(self, progress: Progress | None = None, *, rescan_vault: bool = True) -> ReconcileReport:
+    def reconcile(
+        self, progress: Progress | None = None, *, rescan_vault: bool = True, wait: bool = False
+    ) -> ReconcileReport:
         """Make the index equal the vault (the catalog is rescanned first unless told not to).
 
         Only the catalog rescan holds the write lock (decisions must not see it half built); the
@@ -74,9 +87,13 @@ class IndexKeeper:
             with self.writer.paused():
                 self.catalog.scan()
         self._catalog_fresh = False
+        embedded = self.index.texts_embedded
         if self.index.needs_rebuild():
             self.index.rebuild()
-        report = reconcile(self.layout, self.catalog, self.index, progress=progress, edges=self.graph)
+        report = reconcile(
+            self.layout, self.catalog, self.index, progress=progress, edges=self.graph, wait=wait
+        )
+        report.embedded = self.index.texts_embedded - embedded
         try:  # rows earlier processes left out of the full-text index (see maintain_if_behind);
             # at start any lag, so the index a start (or a crash recovery) leaves ranks exactly as
             # a fresh build would; later rescans only when it matters
@@ -86,13 +103,37 @@ class IndexKeeper:
         release_free_memory()  # what the scan, the reads and a start's index load freed (~40 MB at 100k)
         return report
 
+    def reconcile_paths(self, paths: list[str]) -> ReconcileReport:
+        """Make the index equal the vault for ``paths`` (a sync round's incoming notes; the catalog
+        already read them)."""
+        return reconcile_paths(self.layout, self.catalog, self.index, paths, edges=self.graph)
+
+    def sync_paths(self, rels: list[str]) -> dict[str, str]:
+        """:meth:`sync_path` for many paths due at once (a merge another process made, a sync
+        client's batch): the catalog reads each, then the index takes them in one batch."""
+        notes = [r for r in rels if not self.layout.is_side_file(r) and self.layout.skip_reason(r) is None]
+        plain = set(notes)
+        outcomes = {r: self.sync_path(r) for r in rels if r not in plain}
+        for rel in notes:
+            self.catalog.refresh(rel)
+        report = self.reconcile_paths(notes)
+        indexed = set(report.indexed)
+        for rel in notes:  # a missing note is "removed", as sync_path says (its commit drops it)
+            outcomes[rel] = (
+                "malformed" if rel in report.malformed
+                else "indexed" if rel in indexed
+                else "removed" if not (self.layout.root / rel).is_file()
+                else "unchanged"
+            )  # fmt: skip
+        return outcomes
+
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).
 
         A side file (a slot or a project.yaml: not a note) has nothing to index; ``changed`` has the
         watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
         """
-        if is_side_file(rel):
+        if self.layout.is_side_file(rel):
             return "skipped" if self.layout.skip_reason(rel) else "changed"
         return sync_path(self.layout, self.catalog, self.index, rel, self.graph)
 
@@ -130,13 +171,20 @@ class IndexKeeper:
             commit=self.writer.commit_hand_edits,
             quiet_period=self.settings.commit_quiet_period,
             rescan_interval=self.settings.rescan_interval,
+            home=self.layout.home,
+            sync_paths=self.sync_paths,
         )
         watcher.start()
         self.watcher = watcher
+        self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
+        for start, _stop in self.companions:
+            start()
         return watcher
 
     def stop_watching(self) -> None:
         """Stop the watcher (it commits the hand edits still waiting for their quiet period)."""
+        for _start, stop in self.companions:
+            stop()
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
@@ -161,7 +209,10 @@ def rebuild_index(
     try:
         index = NoteIndex(folder, embedder, calibration=calibration_for(settings))
         try:
-            report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog))
+            previous = location.current(settings.state_dir)
+            if previous != folder and (previous / "lancedb").is_dir():
+                index.seed_cache(previous)  # embeds nothing the current index had embedded
+            report = reconcile(layout, catalog, index, progress=progress, edges=EdgeGraph(catalog), wait=True)
             index.maintenance()  # every row in the full-text index before anyone searches it
             rows = index.count()
         finally:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.errors import MalformedNote, VaultmemError
 from vaultmem.index.records import NoteRecord
+from vaultmem.notes.links import text_refs
 from vaultmem.notes.model import Note
 from vaultmem.sync.graph import EdgeGraph, index_id
 from vaultmem.vault.catalog import Catalog, read_note
@@ -24,16 +25,26 @@ if TYPE_CHECKING:
     from vaultmem.index.note_index import NoteIndex
 
 log = logging.getLogger(__name__)
-Progress = Callable[[int, int], None]
+#: ``(notes indexed, notes to index, chunks embedded)``: a chunk is a text the model embedded (a
+#: short note, or one window of a long one); whatever the cache held is not counted.
+Progress = Callable[[int, int, int], None]
 #: The tag a sync client's conflict copy carries in the index (the file itself is never changed).
 CONFLICT_COPY_TAG = "conflict-copy"
 
 
 def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
-    """The index record of a note (under :func:`index_id`); a conflict copy is flagged with the
-    ``conflict-copy`` tag."""
+    """The index record of a note (under :func:`index_id`). Its tags are every tag the note
+    carries, frontmatter ``tags:`` and body ``#tags`` (so both filter a search); a conflict copy
+    is flagged with the ``conflict-copy`` tag."""
     note_id = index_id(note, catalog)
-    tags = (*note.tags, CONFLICT_COPY_TAG) if is_conflict_copy(note.path) else note.tags
+    entry = catalog.by_path(note.path) if catalog is not None else None
+    body_tags = entry.body_tags if entry is not None and entry.content_hash == note.content_hash else None
+    if body_tags is None:
+        body_tags = text_refs(note.body).tags
+    tags = (*note.tags, *(t for t in body_tags if t not in note.tags))
+    if is_conflict_copy(note.path):
+        tags = (*tags, CONFLICT_COPY_TAG)
+    session = note.source.get("session")
     return NoteRecord(
         id=note_id,
         path=note.path,
@@ -47,6 +58,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
         content_hash=note.content_hash,
         created=note.created or "",
         updated=note.updated or note.created or "",
+        session=session if isinstance(session, str) and session else None,
     )
 
 
@@ -72,6 +84,8 @@ class ReconcileReport:
     removed: list[str] = field(default_factory=list)
     malformed: dict[str, str] = field(default_factory=dict)
     unchanged: int = 0
+    #: Chunks the embedder embedded while it ran (0: every vector came from the embedding cache).
+    embedded: int = 0
 
     @property
     def changed(self) -> bool:
@@ -86,16 +100,71 @@ def reconcile(
     batch: int = 128,
     progress: Progress | None = None,
     edges: EdgeGraph | None = None,
+    wait: bool = False,
 ) -> ReconcileReport:
     """Bring the index to the vault's state: upsert changed paths, delete vanished ones.
 
     The catalog must be current (``catalog.scan()`` compares mtime and size, then parses what
     changed); this compares its content hashes with the index's and re-reads only the differences.
+    The index embeds in the background; ``wait`` returns once it has (``progress`` is told how
+    far the index writer got, in notes and chunks, as it goes).
     """
     report = ReconcileReport(malformed=dict(catalog.problems))
-    indexed = index.path_hashes()
     wanted = {e.path: e.content_hash for e in catalog.entries()}
+    indexed = index.path_hashes()
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, progress, edges, wait)
+    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
+        index.settle_failed_writes(wanted)
+    return report
+
+
+def reconcile_paths(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    paths: list[str],
+    *,
+    batch: int = 128,
+    edges: EdgeGraph | None = None,
+) -> ReconcileReport:
+    """:func:`reconcile` for ``paths`` only: what a sync round's merge changed, from its diff, so
+    1,000 incoming notes cost 1,000 reads, not a walk of the vault. The catalog must be current for
+    them (the round refreshes it under the write lock)."""
+    report = ReconcileReport(malformed={p: catalog.problems[p] for p in paths if p in catalog.problems})
+    entries = {p: e for p in paths if (e := catalog.by_path(p)) is not None}
+    wanted = {p: e.content_hash for p, e in entries.items()}
+    # A row of one of these paths under another id (the id in the file was edited) goes.
+    moved = [
+        r.id for r in index.records_for_paths(list(entries)) if r.id != index_id(entries[r.path], catalog)
+    ]
+    index.delete_ids(moved)
+    indexed = index.path_hashes_for(paths)
+    _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges, False)
+    return report
+
+
+def _bring_up_to_date(
+    layout: VaultLayout,
+    catalog: Catalog,
+    index: NoteIndex,
+    wanted: dict[str, str],
+    indexed: dict[str, str],
+    report: ReconcileReport,
+    batch: int,
+    progress: Progress | None,
+    edges: EdgeGraph | None,
+    wait: bool,
+) -> None:
+    """Upsert the ``wanted`` notes whose hash the index lacks, delete the ``indexed`` ones not wanted;
+    ``wait`` returns once the index's writer has embedded them, telling ``progress`` as it goes."""
+    stored, embedded = index.notes_stored, index.texts_embedded
+
+    def tell(total: int) -> None:
+        if progress:
+            progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
+
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
+    stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     gone = [p for p in indexed if p not in wanted]
     report.unchanged = len(wanted) - len(stale)
     if gone:
@@ -104,7 +173,6 @@ def reconcile(
         report.removed.extend(gone)
     total = len(stale)
     pending: list[NoteRecord] = []
-    done = 0
     for rel in stale:
         try:
             note = read_note(layout, rel)
@@ -114,22 +182,31 @@ def reconcile(
         pending.append(record_for(note, catalog))
         if len(pending) >= batch:
             index.upsert(pending)
-            done += len(pending)
             report.indexed.extend(r.path for r in pending)
             pending = []
-            if progress:
-                progress(done, total)
+            tell(total)
     if pending:
         index.upsert(pending)
-        done += len(pending)
         report.indexed.extend(r.path for r in pending)
-    if progress:
-        progress(done, total)
+    total = len(report.indexed)
+    while wait and not index.writes_done(0.25):
+        tell(total)
+    tell(total)
+    report.embedded = index.texts_embedded - embedded
     if edges is not None and (report.changed or not edges.primed):
         edges.rebuild(layout)
-    if index.failed_writes:  # writes that failed earlier (a full disk): cleared once in step
-        index.settle_failed_writes(wanted)
-    return report
+
+
+def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:
+    """Notes whose index row lacks some of their body ``#tags`` (rows written before body tags
+    counted): written again, which re-embeds nothing (the text is unchanged)."""
+    tagged = {e.path: e for e in catalog.entries() if e.body_tags and e.path not in stale}
+    if not tagged:
+        return []
+    rows = index.records_for_paths(list(tagged))
+    return sorted(
+        r.path for r in rows if r.path in tagged and not set(tagged[r.path].all_tags) <= set(r.tags)
+    )
 
 
 def sync_path(
@@ -158,8 +235,11 @@ def sync_path(
             index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
             for row in rows:
                 if edges is not None:
-                    edges.forget(row.id)
-        return "removed" if (had or rows) else "unchanged"
+                    edges.forget(row.id, row.path)
+        # A note renamed by hand whose new name was seen first has already lost its entry and
+        # row to the new path; its old path's removal must still be committed (a missing path
+        # git never tracked is left out of the commit).
+        return "removed" if (had or rows or rel.endswith(".md")) else "unchanged"
     try:
         note = read_note(layout, rel)
     except MalformedNote as exc:

@@ -13,17 +13,18 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import posixpath
 import re
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple, overload
+from typing import Any, NamedTuple, overload
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
-from vaultmem.notes.links import recorded_targets, typed_links
+from vaultmem.notes.links import aliases_of, recorded_targets, text_refs, typed_links
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
@@ -31,7 +32,7 @@ from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -76,10 +77,27 @@ class Entry(NamedTuple):
     source_trust: str | None = None
     #: ``link_targets``: (link key ``type/name``, id of the note the link was made for) pairs.
     link_ids: tuple[tuple[str, str], ...] = ()
+    #: Links in the note's text (body, the person's own properties), as written: read-only edges.
+    text_links: tuple[str, ...] = ()
+    #: ``#tags`` in the body (frontmatter ``tags:`` are in ``tags``).
+    body_tags: tuple[str, ...] = ()
+    #: ``aliases:``: other names a link may call this note by.
+    aliases: tuple[str, ...] = ()
 
     @property
     def slug(self) -> str:
         return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    def but(self, **changes: Any) -> Entry:
+        """This entry with ``changes`` (field name -> value) made."""
+        return self._replace(**changes)
+
+    @property
+    def all_tags(self) -> tuple[str, ...]:
+        """Every tag the note carries, as Obsidian counts them: frontmatter ``tags:``, then body ``#tags``."""
+        if not self.body_tags:
+            return self.tags
+        return (*self.tags, *(t for t in self.body_tags if t not in self.tags))
 
     @property
     def created_day(self) -> str | None:
@@ -96,6 +114,8 @@ class Entry(NamedTuple):
     def from_note(note: Note, mtime_ns: int, size: int) -> Entry:
         src_id = note.source.get("id")
         src_url = note.source.get("url")
+        meta = note.text.meta if note.text is not None else {}
+        refs = text_refs(note.body, meta)
         return Entry(
             path=note.path,
             id=note.id,
@@ -123,6 +143,9 @@ class Entry(NamedTuple):
             source_transport=_shared(_text_or_none(note.source.get("transport"))),
             source_trust=_shared(_text_or_none(note.source.get("trust"))),
             link_ids=tuple(recorded_targets(note.text.meta).items()) if note.text is not None else (),
+            text_links=refs.links,
+            body_tags=refs.tags,
+            aliases=aliases_of(meta),
         )
 
 
@@ -174,6 +197,7 @@ class Catalog:
         self._by_fp = Multimap()  # fingerprint -> paths
         self._by_idem: dict[str, str] = {}
         self._by_stem = Multimap()  # lower-cased file stem -> paths of notes
+        self._by_alias = Multimap()  # lower-cased alias -> paths of the notes it names
         #: Lower-cased stems of malformed files, by directory: their names are taken too.
         self._problem_names: dict[str, set[str]] = {}
         self._days: Counter[str] = Counter()
@@ -260,6 +284,7 @@ class Catalog:
         self._by_idem.clear()
         self._problem_names.clear()
         self._by_stem.clear()
+        self._by_alias.clear()
         self._days.clear()
         self.problems.clear()
         self.skipped.clear()
@@ -269,6 +294,14 @@ class Catalog:
         copy = is_conflict_copy(entry.path)
         if entry.id:
             owner = self._by_id.get(entry.id)
+            if owner is not None and owner != entry.path and self._changed_since_read(owner):
+                # The file that held the id changed since it was read: a sync's merge gave its path
+                # to another machine's note and this one a new name, and the watcher reads paths
+                # in sorted order. The id goes where it is now; the old reading is dropped, and the
+                # change to that file (its own event, or the round's list) is read as any other.
+                self._remove(owner)
+                self.problems.pop(owner, None)
+                owner = None
             if owner is not None and owner != entry.path and not (self.layout.root / owner).exists():
                 # The file that held the id is gone: a rename whose new name was seen first (the
                 # watcher takes paths in sorted order). The note keeps its id at its new path.
@@ -289,9 +322,19 @@ class Catalog:
                 if tag.startswith(IDEM_TAG_PREFIX):
                     self._by_idem.setdefault(tag, entry.path)
         self._by_stem.add(entry.slug.lower(), entry.path)
+        for alias in entry.aliases:
+            self._by_alias.add(alias.lower(), entry.path)
         day = entry.created_day
         if day:
             self._days[day] += 1
+
+    def _changed_since_read(self, rel: str) -> bool:
+        known = self._by_path.get(rel)
+        try:
+            st = (self.layout.root / rel).stat()
+        except OSError:
+            return False  # gone: the caller's rule for a file that held the id applies
+        return known is None or (known.mtime_ns, known.size) != (st.st_mtime_ns, st.st_size)
 
     def _remove(self, rel: str) -> None:
         entry = self._by_path.pop(rel, None)
@@ -304,6 +347,8 @@ class Catalog:
             if self._by_idem.get(tag) == rel:
                 del self._by_idem[tag]
         self._by_stem.discard(entry.slug.lower(), rel)
+        for alias in entry.aliases:
+            self._by_alias.discard(alias.lower(), rel)
         day = entry.created_day
         if day:
             self._days[day] -= 1
@@ -354,32 +399,63 @@ class Catalog:
     def resolve_link(
         self, target: str, *, source: str | None = None, recorded: str | None = None
     ) -> Entry | None:
-        """The note a wikilink target names: a vault path (``folder/name``) or a file name.
+        """The note a link target names: a file name, a path, or an alias.
 
         ``recorded`` is the id the linking note recorded for this link (``link_targets``): while a
         note has that id, the link is that note's, whatever names changed since (a clash, a rename
-        outside Obsidian). Otherwise the name decides, as Obsidian resolves it: a path exactly; a
-        bare name shared by several notes goes to the closest one, in the folder of the linking
-        note ``source`` first, then the shortest path, then the first in sort order.
+        outside Obsidian). Otherwise the name decides, as Obsidian resolves it, case-insensitively:
+        a path (``folder/name``) is the note at that vault path, else at that path from the linking
+        note ``source``'s folder (``../x``), else the closest note whose path ends with it; a bare
+        name shared by several notes goes to the closest one: in ``source``'s folder first, then
+        the shortest path, then the first in sort order. A name no file has resolves to the note
+        whose ``aliases:`` list it (Obsidian writes ``[[file|alias]]`` when you pick an alias; a
+        bare ``[[alias]]`` is what a person means by it), by the same order.
         """
-        name = target.strip().removesuffix(".md")
+        name = target.strip()
+        if name.lower().endswith(".md"):
+            name = name[:-3]
         with self._lock:
             if recorded:
                 owner = self._by_id.get(recorded)
                 if owner is not None:
                     return self._by_path.get(owner)
+            here = _dir_of(source) if source is not None else None
             if "/" in name:
-                return self._by_path.get(f"{name}.md")
+                return self._by_path_link(name, here)
             paths = self._by_stem.get(name.lower())
             if not paths:
-                return None
+                paths = self._by_alias.get(name.lower())
+                if not paths:
+                    return None
             if recorded:  # the note it was made for has no id of its own: its id is its path's
                 made_for = next((p for p in paths if derived_id(p) == recorded), None)
                 if made_for is not None:
                     return self._by_path.get(made_for)
-            here = _dir_of(source) if source is not None else None
-            best = min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
-            return self._by_path.get(best)
+            return self._by_path.get(_closest(paths, here))
+
+    def _by_path_link(self, name: str, here: str | None) -> Entry | None:
+        """The note a link with a path names: the vault path, the path from the folder ``here``,
+        else the closest note whose path ends with it (all case-insensitively)."""
+        wanted = name.lstrip("/")
+        exact = self._by_path.get(f"{wanted}.md")
+        if exact is not None:
+            return exact
+        paths = self._by_stem.get(wanted.rsplit("/", 1)[-1].lower())
+        if not paths:
+            return None
+        lowered = {p.lower(): p for p in paths}
+        norm = posixpath.normpath(wanted).lower()
+        tries = [norm] if not norm.startswith("..") else []
+        if here is not None:
+            tries.append(posixpath.normpath(posixpath.join(here, wanted)).lower())
+        for candidate in tries:
+            found = lowered.get(f"{candidate}.md")
+            if found is not None:
+                return self._by_path.get(found)
+        if norm.startswith(".."):
+            return None
+        ends = [p for low, p in lowered.items() if f"/{low}".endswith(f"/{norm}.md")]
+        return self._by_path.get(_closest(ends, here)) if ends else None
 
     def paths_named(self, name: str) -> list[str]:
         """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
@@ -425,9 +501,7 @@ class Catalog:
             columns = data["columns"]
             if len(columns) != len(_FIELDS) or len({len(c) for c in columns}) > 1:
                 return {}
-            columns[_TAGS] = [tuple(t) if t else () for t in columns[_TAGS]]
-            for i in _PAIRS:
-                columns[i] = [tuple(tuple(item) for item in c) if c else () for c in columns[i]]
+            _tuples(columns)
             for i in _REPEATED_AT:
                 columns[i] = [_shared(v) for v in columns[i]]
             for i in _HELD_BY_THE_INDEX_TOO:
@@ -453,8 +527,27 @@ class Catalog:
 
 #: Entry's fields in declaration order: the cache stores one column of values per field.
 _FIELDS = list(Entry.__annotations__)
+ENTRY_FIELDS = tuple(_FIELDS)
 _TAGS, _CREATED, _UPDATED = (_FIELDS.index(n) for n in ("tags", "created", "updated"))
 _PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
+_FLAT = [_FIELDS.index(n) for n in ("tags", "text_links", "body_tags", "aliases")]
+
+
+def _tuples(columns: list[list[Any]]) -> None:
+    """JSON's lists back to the tuples the entry's sequence fields hold, column by column."""
+    for i in _FLAT:
+        columns[i] = [tuple(v) if v else () for v in columns[i]]
+    for i in _PAIRS:
+        columns[i] = [tuple(tuple(item) for item in v) if v else () for v in columns[i]]
+
+
+def entry_from_row(row: list[Any]) -> Entry:
+    """The entry ``list(entry)`` read back from JSON holds (ValueError when it holds none)."""
+    if not isinstance(row, list) or len(row) != len(_FIELDS):  # a short row would take defaults
+        raise ValueError("not a catalog entry row")
+    columns = [[value] for value in row]
+    _tuples(columns)
+    return Entry(*(c[0] for c in columns))
 
 
 #: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
@@ -486,6 +579,14 @@ def _text_or_none(value: object) -> str | None:
 
 def _same_id(path: str, other: str) -> str:
     return f"{path}: has the same id as {other}; give one of them a new id or delete the copy"
+
+
+def _closest(paths: Collection[str], here: str | None) -> str:
+    """Of several notes a name fits, the one in the folder ``here``, then the shortest path, then
+    the first in sort order."""
+    if len(paths) == 1:  # a unique name: most links
+        return next(iter(paths))
+    return min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
 
 
 def _dir_of(rel: str) -> str:

@@ -1,40 +1,33 @@
-"""Git history of the vault: the audit trail of every change.
+"""Git history of the vault: the audit trail of every change, and reading it back.
 
 The git CLI runs in a subprocess (more robust in a long-lived daemon than library objects). One
-writer thread makes every commit, grouping writes that queue up under load into one commit that
-names each of them. A lock held by a person's git (``index.lock``) gets bounded retries and then a
-clear error; vaultmem never deletes a lock a process holds, and never loses the write: the file is
-already durable on disk and the next attempt (or the next start) commits it. A lock nobody holds
-that is older than the lock timeout was left by a git killed mid-commit: it is removed and logged
-(:mod:`vaultmem.vault.gitlock`).
+writer thread makes every commit (:mod:`vaultmem.vault.commits`); a commit's author is who wrote it
+(an agent, the person, vaultmem itself), its committer vaultmem. A lock held by a person's git
+(``index.lock``) gets bounded retries and then a clear error; vaultmem never deletes a lock a
+process holds, and never loses the write: the file is already durable on disk and the next attempt
+(or the next start) commits it. A lock nobody holds that is older than the lock timeout was left by
+a git killed mid-commit: it is removed and logged (:mod:`vaultmem.vault.gitlock`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import getpass
 import logging
 import os
-import queue
+import socket
 import stat
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 from vaultmem.errors import GitError, GitLocked
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
-from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
-_ALREADY_RECORDED = (
-    "(no file changes: this write's content was committed with the previous commit, which took the "
-    "note as this write left it)"
-)
-
 AUTHOR_NAME = "vaultmem"
 AUTHOR_EMAIL = "vaultmem@localhost"
 _NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added to commit")
@@ -58,13 +51,48 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-class Commit(TypedDict):
-    """One commit of a note's history."""
+@dataclass(frozen=True)
+class Author:
+    """Who a commit says wrote it. The committer is always vaultmem, which made the commit."""
+
+    name: str
+    email: str
+
+    def env(self) -> dict[str, str]:
+        return {"GIT_AUTHOR_NAME": self.name, "GIT_AUTHOR_EMAIL": self.email}
+
+
+@dataclass(frozen=True)
+class Version:
+    """One commit of a note's history: who wrote it and when, where the note was, how it changed."""
 
     commit: str
-    date: str
+    #: The author's date, ISO 8601 with its offset.
+    at: str
     author: str
+    email: str
+    #: The note's path in this commit (renames followed).
+    path: str
+    #: git's letter for the change: ``A`` added, ``M`` modified, ``R`` renamed, ``D`` deleted.
+    change: str
+    #: The note's blob in this commit (None for a deletion): :meth:`GitRepo.blobs` reads it.
+    blob: str | None
     message: str
+
+    @property
+    def subject(self) -> str:
+        return (self.message.splitlines() or [""])[0]
+
+
+@dataclass(frozen=True)
+class BlameLine:
+    """Who last wrote one line of a file (``commit`` is all zeros for a line not committed yet)."""
+
+    commit: str
+    author: str
+    email: str
+    at: str
+    text: str
 
 
 class GitRepo:
@@ -168,12 +196,26 @@ class GitRepo:
             return False
         return bool(top) and Path(top).resolve() == Path(self.work_tree).expanduser().resolve()
 
-    def _with_lock_retries(self, *args: str, input_bytes: bytes | None = None) -> str:
+    def person(self) -> Author:
+        """The person's git identity (``user.name``/``user.email`` of the repository or their
+        global config): a hand edit is theirs. Without one, their OS user, as git would say."""
+        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False)
+        found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no name for this uid (a container)
+            user = f"uid-{os.getuid()}"
+        name = found.get("user.name", "").strip() or user
+        return Author(name, found.get("user.email", "").strip() or f"{user}@{socket.gethostname()}")
+
+    def _with_lock_retries(
+        self, *args: str, input_bytes: bytes | None = None, author: Author | None = None
+    ) -> str:
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.02
         while True:
             try:
-                return self.git(*args, input_bytes=input_bytes)
+                return self.git(*args, input_bytes=input_bytes, env=author.env() if author else None)
             except GitError as exc:
                 if not any(m in str(exc) for m in _LOCK_MARKERS):
                     raise
@@ -221,10 +263,19 @@ class GitRepo:
         except (OSError, GitError):
             return []
 
-    def commit_paths(self, paths: Sequence[str], message: str) -> bool:
+    def commit_paths(
+        self,
+        paths: Sequence[str],
+        message: str,
+        author: Author | None = None,
+        describe: Callable[[list[str]], str] | None = None,
+    ) -> bool:
         """Commit exactly ``paths`` (vault-relative) with ``message``; False when nothing changed.
 
-        Only the named paths are committed, so whatever a person has staged stays staged.
+        Only the named paths are committed, so whatever a person has staged stays staged. The
+        commit's author is ``author`` (vaultmem when None); its committer is always vaultmem. With
+        ``describe``, the message is made from the paths that differ from HEAD once staged (a path
+        another process's commit already took, such as a sync's merge, is not named).
         """
         unique = sorted(set(paths))
         if not unique:
@@ -244,13 +295,21 @@ class GitRepo:
         self._with_lock_retries(
             "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
         )
+        if describe is not None:
+            # --no-renames: a rename would list only the new name, and leave the deletion staged
+            out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", errors="surrogateescape")
+            staged = set(out.split("\0"))
+            unique = [p for p in unique if p in staged]
+            if not unique:
+                return False
+            listed, message = "\0".join(unique).encode("utf-8", "surrogateescape"), describe(unique)
         with tempfile.NamedTemporaryFile(prefix=PATHSPEC_PREFIX, dir=self.git_dir, delete=False) as spec:
             spec.write(listed)
         try:
             self._with_lock_retries(
                 "commit", "-q", "--no-verify", "--allow-empty-message", "-F", "-",
                 f"--pathspec-from-file={spec.name}", "--pathspec-file-nul",
-                input_bytes=message.encode("utf-8", "replace"),
+                input_bytes=message.encode("utf-8", "replace"), author=author,
             )  # fmt: skip
         except GitError as exc:
             # Another commit already took these paths' current content (git words it three ways;
@@ -262,15 +321,16 @@ class GitRepo:
             Path(spec.name).unlink(missing_ok=True)
         return True
 
-    def commit_empty(self, message: str) -> None:
+    def commit_empty(self, message: str, author: Author | None = None) -> None:
         """A commit that changes no file: an audit line for a write an earlier commit carried.
 
         Made with plumbing on HEAD's tree, so nothing a person has staged is swept into it.
         """
         head = self.git("rev-parse", "HEAD").strip()
         tree = self.git("rev-parse", "HEAD^{tree}").strip()
+        env = author.env() if author else None
         new = self.git(
-            "commit-tree", tree, "-p", head, "-F", "-", input_bytes=message.encode("utf-8")
+            "commit-tree", tree, "-p", head, "-F", "-", input_bytes=message.encode("utf-8"), env=env
         ).strip()
         self._with_lock_retries("update-ref", "-m", "vaultmem: audit line", "HEAD", new, head)
 
@@ -281,9 +341,14 @@ class GitRepo:
         out = self.git("ls-files", "-z", "--", *missing, errors="surrogateescape")
         return frozenset(p for p in out.split("\0") if p)
 
-    def pending_changes(self) -> list[str]:
-        """Vault-relative paths git sees as changed or untracked (ignored files excluded)."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", errors="surrogateescape")
+    def pending_changes(self, among: Sequence[str] | None = None) -> list[str]:
+        """Vault-relative paths git sees as changed or untracked (ignored files excluded); only
+        those ``among`` the given ones when given (a few: they are passed as arguments)."""
+        limit = ["--", *among] if among is not None and len(among) <= 200 else []
+        out = self.git(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", *limit,
+            errors="surrogateescape", env={"GIT_LITERAL_PATHSPECS": "1"} if limit else None,
+        )  # fmt: skip
         paths: list[str] = []
         records = out.split("\0")
         i = 0
@@ -306,18 +371,71 @@ class GitRepo:
             return paths
         return []
 
-    def log_for(self, path: str) -> list[Commit]:
-        """The history of one note, following renames: newest first."""
-        fmt = "%H%x1f%aI%x1f%an%x1f%B%x1e"
-        out = self.git("log", "--follow", f"--format={fmt}", "--", path, check=False)
-        entries = []
-        for record in out.split("\x1e"):
-            record = record.strip("\n")
-            if not record:
+    def versions(self, path: str) -> list[Version]:
+        """Every commit that changed the file now at ``path``, newest first, renames followed
+        (a merge counts with what it changed against its first parent)."""
+        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%ae%x1f%B%x1f"
+        out = self.git(
+            "log", "--follow", "--raw", "--no-abbrev", "-z", "--diff-merges=first-parent",
+            f"--format={fmt}", "--", path, check=False, errors="surrogateescape",
+        )  # fmt: skip
+        found: list[Version] = []
+        for record in out.split("\x1e")[1:]:
+            head, _, raw = record.rpartition("\x1f")
+            sha, at, name, email, body = [*head.split("\x1f", 4), "", "", "", ""][:5]
+            fields = raw.lstrip("\0\n").split("\0")  # ":<modes> <old blob> <new blob> <letter>", paths
+            if len(fields) < 2 or not fields[0].startswith(":"):
+                continue  # a merge that left this file as its first parent had it
+            meta = fields[0].split()
+            letter, blob = meta[-1][:1], meta[3]
+            where = fields[2] if letter in "RC" and len(fields) > 2 else fields[1]
+            found.append(
+                Version(
+                    sha, at, name, email, where, letter, None if set(blob) == {"0"} else blob, body.strip()
+                )
+            )
+        return found
+
+    def blobs(self, shas: Sequence[str]) -> list[bytes | None]:
+        """The content of each blob (one ``git cat-file --batch`` for all); None where missing."""
+        if not shas:
+            return []
+        out = self.run("cat-file", "--batch", input_bytes="".join(f"{s}\n" for s in shas).encode()).stdout
+        found: list[bytes | None] = []
+        at = 0
+        for _ in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) < 3 or header[1] != b"blob":
+                found.append(None)
+                at = end + 1
                 continue
-            sha, date, author, body = [*record.split("\x1f"), "", "", ""][:4]
-            entries.append(Commit(commit=sha, date=date, author=author, message=body.strip()))
-        return entries
+            size = int(header[2])
+            found.append(out[end + 1 : end + 1 + size])
+            at = end + 1 + size + 1
+        return found
+
+    def blame(self, path: str) -> list[BlameLine]:
+        """Who last wrote each line of the file as it is on disk (``git blame``, renames followed)."""
+        out = self.git("blame", "--porcelain", "--", path, errors="surrogateescape").split("\n")
+        info: dict[str, dict[str, str]] = {}
+        lines: list[BlameLine] = []
+        sha: str | None = None
+        for line in out:
+            if line.startswith("\t") and sha is not None:  # the line itself, after its commit's header
+                about = info[sha]
+                when = dt.datetime.fromtimestamp(int(about.get("author-time", "0")), dt.UTC).isoformat()
+                email = about.get("author-mail", "").strip("<>")
+                lines.append(BlameLine(sha, about.get("author", ""), email, when, line[1:]))
+                sha = None
+            elif sha is None:
+                if line:
+                    sha = line.split(" ", 1)[0]
+                    info.setdefault(sha, {})
+            else:  # "author X", "author-time 17...": given the first time a commit appears
+                key, _, value = line.partition(" ")
+                info[sha][key] = value
+        return lines
 
 
 def _committable(path: Path) -> bool:
@@ -329,36 +447,6 @@ def _committable(path: Path) -> bool:
     return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
-#: Notes named in a subject before it says how many more there are.
-SUBJECT_NAMES = 3
-
-
-def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
-    """Up to :data:`SUBJECT_NAMES` names for a commit subject, then how many more."""
-    shown_names = sep.join(shown(n) for n in names[:SUBJECT_NAMES])
-    more = len(names) - SUBJECT_NAMES
-    return f"{shown_names} and {more} more" if more > 0 else shown_names
-
-
-def hand_edit_message(paths: Sequence[str], deleted: Collection[str] = ()) -> str:
-    """The message of the watcher's commit of hand edits; a deletion says it is one.
-
-    One file: ``hand edit: <path>`` or ``hand deletion: <path>``. Several: ``hand edits: N files
-    (K deleted): a, b, c and 2 more``, naming the notes by file name; the body lists each path.
-    """
-    if len(paths) == 1:
-        verb = "deletion" if paths[0] in deleted else "edit"
-        title = f"hand {verb}: {shown(paths[0])}"
-    else:
-        gone = sum(1 for p in paths if p in deleted)
-        count = f"{len(paths)} files" + (f" ({gone} deleted)" if gone else "")
-        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
-        title = f"hand edits: {count}: {names_in_subject(stems)}"
-    lines = "\n".join(f"- {'deleted' if p in deleted else 'edited'} {shown(p)}" for p in paths[:50])
-    more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
-    return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
-
-
 def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
     try:
         result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, timeout=120)
@@ -367,130 +455,3 @@ def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:
     if result.returncode != 0:
         raise GitError(f"{' '.join(args[:3])} failed: {result.stderr.decode('utf-8', 'replace').strip()}")
     return result.stdout.decode("utf-8", "replace")
-
-
-@dataclass
-class _Job:
-    paths: list[str]
-    message: str
-    #: True for an agent's write, whose message must reach history even when an earlier commit
-    #: already took its content (see ``_commit``); False for the watcher's hand-edit commits.
-    record: bool = True
-    done: Future[None] = field(default_factory=Future)
-
-
-class CommitWriter:
-    """The single writer of commits. ``submit`` returns a future that resolves once committed.
-
-    Jobs that queue while a commit runs are grouped into the next commit, whose message names each.
-    A failed commit is retried with backoff (the files are safe on disk meanwhile); waiters get the
-    error of the failed attempt so nobody blocks forever.
-    """
-
-    def __init__(self, repo: GitRepo, *, max_group: int = 256, retry_delay: float = 1.0) -> None:
-        self.repo = repo
-        self.max_group = max_group
-        self.retry_delay = retry_delay
-        self._queue: queue.Queue[_Job | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._retry: list[_Job] = []
-        self.commits = 0
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="vaultmem-git", daemon=True)
-            self._thread.start()
-
-    def submit(self, paths: Sequence[str], message: str, *, record: bool = True) -> Future[None]:
-        job = _Job(list(paths), message, record)
-        if self._thread is None:  # no writer thread (one-shot CLI): commit inline
-            # Writes whose commit failed earlier (a held index.lock) ride along with this one.
-            retry, self._retry = self._retry, []
-            self._commit([*retry, job])
-            return job.done
-        self._queue.put(job)
-        return job.done
-
-    def flush(self, timeout: float = 60.0) -> None:
-        """Wait until everything submitted so far is committed (or has failed)."""
-        marker = self.submit([], "")
-        marker.result(timeout=timeout)
-
-    def defer(self, paths: Sequence[str], message: str) -> None:
-        """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
-        job = _Job(list(paths), message, record=False)
-        if self._thread is None:
-            self._retry.append(job)  # the writer starts later, or commits inline with the next write
-        else:
-            self._queue.put(job)
-
-    def close(self, timeout: float = 60.0) -> None:
-        if self._thread is None:
-            return
-        self._queue.put(None)
-        self._thread.join(timeout)
-        self._thread = None
-
-    def _loop(self) -> None:
-        stop = False
-        while not stop:
-            timeout = self.retry_delay if self._retry else None
-            try:
-                first = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                first = None if not self._retry else _Job([], "")
-                if first is None:
-                    continue
-            if first is None:
-                stop = True
-                batch: list[_Job] = []
-            else:
-                batch = [first]
-            while len(batch) < self.max_group:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    stop = True
-                    break
-                batch.append(job)
-            jobs = self._retry + batch
-            self._retry = []
-            if jobs:
-                self._commit(jobs)
-
-    def _commit(self, jobs: list[_Job]) -> None:
-        real = [j for j in jobs if j.paths]
-        try:
-            if real:
-                paths = [p for j in real for p in j.paths]
-                if len(real) == 1:
-                    message = real[0].message
-                else:
-                    # A summary line per write, then each write's own message in full, so a grouped
-                    # commit still names every write's tool, id, slug, kind and project; the
-                    # subject names the first few writes, so `git log --oneline` shows them too.
-                    subjects = [(j.message.splitlines() or [""])[0] for j in real]
-                    lines = "\n".join(f"- {s}" for s in subjects)
-                    details = "\n\n".join(j.message.strip() for j in real)
-                    title = f"vaultmem: {len(real)} writes: {names_in_subject(subjects, sep='; ')}"
-                    message = f"{title}\n\n{lines}\n\n{details}\n"
-                if self.repo.commit_paths(paths, message):
-                    self.commits += 1
-                elif any(j.record for j in real):
-                    # Two writes to one note in quick succession: the commit for the first took the
-                    # file as the second left it. Record the second's message anyway, so `git log`
-                    # still names every write's tool and id.
-                    self.repo.commit_empty(f"{message.rstrip()}\n\n{_ALREADY_RECORDED}\n")
-                    self.commits += 1
-        except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
-            log.warning("commit failed, will retry: %s", exc)
-            self._retry.extend(real)
-            for job in jobs:
-                if not job.done.done():
-                    job.done.set_exception(exc)
-            return
-        for job in jobs:
-            if not job.done.done():
-                job.done.set_result(None)

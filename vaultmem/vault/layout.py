@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
 
-from vaultmem.config import STATE_DIRNAME
+from vaultmem.config import STATE_DIRNAME, memory_home
 from vaultmem.errors import InvalidInput
 from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.reading import is_valid_name, kind_of, shown
@@ -16,7 +16,7 @@ from vaultmem.vault.reading import is_valid_name, kind_of, shown
 #: Directories never walked: git, vaultmem's state, Obsidian's settings, Obsidian's trash.
 IGNORED_DIRS = frozenset({".git", STATE_DIRNAME, ".obsidian", ".trash", ".stfolder", "node_modules"})
 _SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$)")
-#: Files at the vault root that are about the vault, not memories.
+#: Files in vaultmem's folder (the vault root, or its own folder) that are about the vault, not memories.
 ROOT_NON_NOTES = frozenset({"README.md"})
 #: Sync clients' conflict copies. Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and
 #: others: ``name (1).md``; Syncthing: ``name.sync-conflict-20260101-101010-ABCDEFG.md``; vaultmem's
@@ -42,9 +42,10 @@ def is_conflict_copy(rel: str) -> bool:
 
 
 def is_never_committed(rel: str) -> bool:
-    """True for leftovers that must never enter history: temp, swap and backup files, the trash."""
+    """True for leftovers that must never enter history: temp, swap and backup files, the trash,
+    vaultmem's state (at the root, or in its own folder of a vault adopted in place)."""
     parts = PurePosixPath(rel).parts
-    return not parts or parts[0] in NEVER_COMMITTED_DIRS or is_ignored_name(parts[-1])
+    return not parts or any(p in NEVER_COMMITTED_DIRS for p in parts[:-1]) or is_ignored_name(parts[-1])
 
 
 #: vaultmem's own folder in a vault: the project registry and the slots live under it.
@@ -53,13 +54,19 @@ DESK_DIR = "desk"
 #: ones in ``desk/``, a project's in its folder ``desk/projects/<slug>/``. Not memory notes.
 SLOT_FILES = frozenset({"project_context.md", "active_goals.md"})
 PROJECT_FILE = "project.yaml"
+_DESK_PREFIX = DESK_DIR + "/"
 
 
-def is_side_file(rel: str) -> bool:
+def in_home(home: str, rel: str) -> str:
+    """``rel`` (relative to vaultmem's folder ``home``) as a vault-relative path."""
+    return f"{home}/{rel}" if home else rel
+
+
+def is_side_file(rel: str, home: str = "") -> bool:
     """True for a vault file vaultmem writes that is not a note: a slot file or a ``project.yaml``
-    under ``desk/``. Committed like notes (by the tools, and by the watcher after a hand edit), but
-    never catalogued or indexed."""
-    if not rel.startswith(DESK_DIR + "/"):  # string tests: called for every note of every scan
+    under ``desk/`` (in vaultmem's folder ``home``). Committed like notes (by the tools, and by the
+    watcher after a hand edit), but never catalogued or indexed."""
+    if not rel.startswith(f"{home}/{DESK_DIR}/" if home else _DESK_PREFIX):  # called for every note
         return False
     name = rel.rsplit("/", 1)[-1]
     return name in SLOT_FILES or name == PROJECT_FILE
@@ -83,24 +90,62 @@ def not_a_file_reason(rel: str, mode: int) -> str | None:
     return f"{shown(rel)}: is {kind}, not a file; vaultmem never reads it: remove it or rename it"
 
 
-def is_ignored_rel(rel: str) -> bool:
-    """True when a vault-relative posix path is not a note vaultmem should read or index."""
+def is_ignored_rel(rel: str, home: str = "") -> bool:
+    """True when a vault-relative posix path is not a note vaultmem should read or index (``home``:
+    vaultmem's folder in the vault, whose README is not a note)."""
     parts = PurePosixPath(rel).parts
-    if not parts or not rel.endswith(".md") or is_side_file(rel):
+    if not parts or not rel.endswith(".md") or is_side_file(rel, home):
         return True
     if any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]):
         return True
-    if len(parts) == 1 and parts[0] in ROOT_NON_NOTES:
+    if parts[-1] in ROOT_NON_NOTES and "/".join(parts[:-1]) == home:
         return True
     return is_ignored_name(parts[-1]) or parts[-1].startswith(".")
 
 
 class VaultLayout:
-    """Paths of one vault: its root, its state directory and how vault-relative paths resolve."""
+    """Paths of one vault: its root, vaultmem's folder in it, its state directory and how
+    vault-relative paths resolve.
 
-    def __init__(self, root: Path, state_dir: Path | None = None) -> None:
+    ``home`` is where vaultmem keeps its own files: the root for a vault it created (its class
+    folders, ``filing.yaml`` and ``desk/`` beside nothing else), or one folder of its own
+    (``Memory/``) in a vault that already held a person's notes when ``vaultmem init`` adopted
+    it. It is read from the vault itself (:func:`vaultmem.config.memory_home`) unless given.
+    Outside ``home`` every file is the person's: indexed and linked, never written
+    (:meth:`check_writable`).
+    """
+
+    def __init__(self, root: Path, state_dir: Path | None = None, home: str | None = None) -> None:
         self.root = root.expanduser().resolve()
-        self.state_dir = (state_dir or self.root / STATE_DIRNAME).expanduser().resolve()
+        self.home = memory_home(self.root) if home is None else home.strip("/")
+        default_state = self.root / self.home / STATE_DIRNAME
+        self.state_dir = (state_dir or default_state).expanduser().resolve()
+
+    def in_home(self, rel: str) -> str:
+        """``rel`` (relative to vaultmem's folder) as a vault-relative path."""
+        return in_home(self.home, rel)
+
+    def writable(self, rel: str) -> bool:
+        """Whether vaultmem may write the file ``rel``: anything in its own folder (the whole vault
+        when that is the root); never a person's file outside it."""
+        return not self.home or rel.startswith(self.home + "/")
+
+    def check_writable(self, rel: str) -> None:
+        """Refuse a write to a person's file outside vaultmem's folder (invariant 6)."""
+        if not self.writable(rel):
+            raise InvalidInput(
+                f"{rel} is the person's own note, outside vaultmem's folder {self.home}/: vaultmem "
+                "reads, searches and links it but never changes it. Write a new memory instead (it "
+                f"is filed under {self.home}/ and may link to this note), or ask the person to edit it"
+            )
+
+    def is_side_file(self, rel: str) -> bool:
+        """:func:`is_side_file` in this vault."""
+        return is_side_file(rel, self.home)
+
+    def is_ignored(self, rel: str) -> bool:
+        """:func:`is_ignored_rel` in this vault."""
+        return is_ignored_rel(rel, self.home)
 
     def resolve(self, rel: str) -> Path:
         """The absolute path of a vault-relative path, refusing anything that leaves the vault."""
@@ -152,6 +197,7 @@ class VaultLayout:
             return
         dirs: list[tuple[str, str]] = []
         files: list[str] = []
+        home_prefix = self.home + "/" if self.home else ""
         for entry in entries:
             name = entry.name
             try:
@@ -174,8 +220,10 @@ class VaultLayout:
         files.sort()
         for name in files:
             rel = prefix + name
-            if (not prefix and name in ROOT_NON_NOTES) or (prefix and is_side_file(rel)):
-                continue
+            if (name in ROOT_NON_NOTES and prefix == home_prefix) or (
+                prefix and is_side_file(rel, self.home)
+            ):
+                continue  # vaultmem's README, a slot or project file under its desk/: never notes
             if not is_valid_name(name):  # the folders above are valid: skipped otherwise
                 skipped[shown(rel)] = bad_name_reason(rel) or ""
                 continue

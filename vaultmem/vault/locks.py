@@ -1,15 +1,18 @@
-"""A cross-process write lock, so two vaultmem processes on one vault never interleave a write."""
+"""Cross-process locks: the write lock, so two vaultmem processes on one vault never interleave a
+write, and the commit gate, so no commit lands while a sync round merges."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from vaultmem.errors import VaultError
+from vaultmem.errors import VaultBusy
 
 
 class ProcessLock:
@@ -51,20 +54,54 @@ class ProcessLock:
         self.release()
 
 
-def _flock(path: Path, timeout: float) -> int:
+@contextlib.contextmanager
+def flocked(path: Path, timeout: float, *, shared: bool = False, busy: str = "") -> Iterator[None]:
+    """Hold an ``flock`` on ``path`` for the block: exclusive, or ``shared`` with other shared
+    holders. Each call opens the file anew, so two holders in one process exclude each other as two
+    processes do. ``busy`` is the error's message when the lock is not had within ``timeout`` s."""
+    fd = _flock(path, timeout, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, busy)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+class CommitGate:
+    """Every commit of every vaultmem process on a vault passes it *shared*; a sync round holds it
+    *exclusive* while it commits pending work and merges, so no commit (an agent's write, a hand
+    edit the watcher saw) lands in the middle of a merge, where git's ``add`` could resolve a note
+    the round left unmerged for itself. The file lives in the git directory: one per repository,
+    wherever each process keeps its state directory."""
+
+    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+        self.path = path
+        self.timeout = timeout
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        busy = f"a sync round held the vault's git ({self.path}) for {self.timeout:.0f}s; the commit waits"
+        return flocked(self.path, self.timeout, shared=True, busy=busy)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        busy = f"vaultmem commits kept {self.path} busy for {self.timeout:.0f}s; sync again"
+        return flocked(self.path, self.timeout, busy=busy)
+
+
+def _flock(path: Path, timeout: float, mode: int = fcntl.LOCK_EX, busy: str = "") -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout
     delay = 0.001
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise VaultError(
-                    f"another vaultmem process has held {path} for {timeout:.0f}s; "
+                raise VaultBusy(
+                    busy
+                    or f"another vaultmem process has held {path} for {timeout:.0f}s; "
                     "retry, or stop the other process"
                 ) from None
             time.sleep(delay)

@@ -137,12 +137,14 @@ def driver_command(python: str, *, virtual_base: bool = False) -> str:
     return f"{shlex.quote(python)} -P -m vaultmem.vault.merge_driver{flag} %O %A %B %P"
 
 
-def configure(repo: GitRepo, python: str | None = None) -> bool:
-    """Register the note driver in ``repo``; return True when ``.gitattributes`` changed.
+def configure(repo: GitRepo, home: str = "", python: str | None = None) -> bool:
+    """Register the note driver in ``repo``; return True when the attributes file changed.
 
     The driver runs with ``python`` (this interpreter by default, so git uses the same
-    installation). ``.gitattributes`` gets the line appended when missing; every other byte of it
-    is kept. The caller commits the file when it changed.
+    installation). The attributes file is ``<home>/.gitattributes``, vaultmem's folder's (the
+    root's in a vault vaultmem made; in a vault adopted in place it covers vaultmem's notes, not the
+    person's); it gets the line appended when missing, every other byte kept. The caller commits it
+    when it changed.
     """
     python = python or sys.executable
     settings = {
@@ -157,7 +159,7 @@ def configure(repo: GitRepo, python: str | None = None) -> bool:
     for key, value in settings.items():
         if current.get(key) != value:
             repo.git("config", "--local", key, value)
-    attributes = repo.work_tree / ".gitattributes"
+    attributes = repo.work_tree / home / ".gitattributes" if home else repo.work_tree / ".gitattributes"
     try:
         existing = attributes.read_bytes()
     except FileNotFoundError:

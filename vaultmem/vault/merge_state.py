@@ -445,3 +445,29 @@ def _file_hand_merge_sides(repo: GitRepo) -> Recovery:
         repo.commit_paths(written, message)
     clear_records(log_path)
     return Recovery("filed", [f"kept {p}" for p in written], done)
+
+
+def needs_recovery(git_dir: Path) -> bool:
+    """Whether a round (or a hand merge's driver) left something behind: a cheap look, no git call."""
+    attributes = git_dir / "info" / "attributes"
+    try:
+        round_attributes = _ROUND_ATTRIBUTES in attributes.read_bytes()
+    except OSError:
+        round_attributes = False
+    return round_attributes or (git_dir / MARKER).exists() or records_path(git_dir).exists()
+
+
+def recover_at_start(repo: GitRepo) -> list[str]:
+    """At a start (after the temp files are swept, before the changes found are committed, which
+    git refuses while a merge is unfinished): finish or roll back a round a kill interrupted.
+    Never raises: what cannot be recovered now is logged, and the next round reports it."""
+    try:
+        if not needs_recovery(repo.git_dir):
+            return []
+        done = recover(repo)
+    except (GitError, OSError) as exc:
+        log.warning("could not finish an interrupted sync round at start: %s", exc)
+        return []
+    for line in done.detail:
+        log.warning("sync recovery at start: %s", line)
+    return done.detail

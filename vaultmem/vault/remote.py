@@ -29,10 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vaultmem.errors import GitError, InvalidInput, VaultError
+from vaultmem.config import memory_home
+from vaultmem.errors import GitError, GitLocked, InvalidInput, VaultBusy, VaultError
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
-from vaultmem.vault.layout import is_never_committed
+from vaultmem.vault.layout import in_home, is_never_committed
+from vaultmem.vault.locks import flocked
 from vaultmem.vault.merge_driver import clear_records, configure, records_path
 from vaultmem.vault.merge_state import (
     Marker,
@@ -52,6 +54,22 @@ REMOTE_ENV = (
 _REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref")
 _NO_BRANCH = ("couldn't find remote ref", "could not find remote ref")
 _DIRTY = ("would be overwritten by merge", "commit your changes or stash them")
+#: What git (ssh, curl) says when the remote cannot be reached, and when it refuses the person.
+_OFFLINE = (
+    "could not resolve host", "could not resolve hostname", "temporary failure in name resolution",
+    "connection refused", "connection timed out", "operation timed out", "network is unreachable",
+    "no route to host", "failed to connect", "connection reset", "connection closed",
+    "ssh: connect to host", "couldn't connect to server",
+)  # fmt: skip
+_AUTH = (
+    "authentication failed", "permission denied", "could not read username", "could not read password",
+    "terminal prompts disabled", "access denied", "invalid username or password",
+    "the requested url returned error: 401", "the requested url returned error: 403",
+    "host key verification failed",
+)  # fmt: skip
+#: The kinds of error a report can end on (``SyncReport.error_kind``).
+ErrorKind = Literal["no_remote", "offline", "auth", "busy", "remote", "git"]
+ROUND_LOCK = "vaultmem-round.flock"
 PENDING_MESSAGE = (
     "vaultmem sync: record changes made before the sync\n\nEdits not yet committed when the sync began."
 )
@@ -59,6 +77,33 @@ PENDING_MESSAGE = (
 
 def remote_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in REMOTE_ENV}
+
+
+class SyncFailed(GitError):
+    """A round could not finish; ``kind`` says why (the report's ``error_kind``)."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+
+
+def network_failure(remote: str, action: str, detail: str) -> SyncFailed:
+    """The error of a fetch or push git could not make, worded for what the person can do."""
+    lowered = detail.lower()
+    if any(m in lowered for m in _AUTH):
+        return SyncFailed(
+            "auth",
+            f"the remote {remote!r} refused access ({detail}); vaultmem uses your own git setup and "
+            f"stores no credentials: check that `git {action} {remote}` works in the vault (an ssh key "
+            "loaded in ssh-agent, a credential helper) and sync again",
+        )
+    if any(m in lowered for m in _OFFLINE):
+        return SyncFailed(
+            "offline",
+            f"cannot reach the remote {remote!r} ({detail}): offline, or the server is down. Nothing "
+            "is lost: vaultmem keeps working here and the next sync sends and fetches what is waiting",
+        )
+    return SyncFailed("remote", f"could not {action} {remote!r}: {detail}; check its address and your access")
 
 
 @dataclass(frozen=True)
@@ -96,6 +141,9 @@ class SyncReport:
     attempts: int = 0
     recovery: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: Why the round ended on an error: no_remote, offline, auth (refused), busy (another round or
+    #: git held the vault too long), remote (any other refusal), git (a local problem).
+    error_kind: ErrorKind | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view (``vaultmem sync --json``)."""
@@ -108,7 +156,10 @@ class VaultSync:
     ``commit_pending`` commits whatever is not committed yet (the daemon flushes its commit queue
     and the watcher's hand edits; the default commits every pending path). ``write_lock`` returns
     the lock that keeps the daemon's writes out of the work tree while the round commits and
-    merges. ``checkpoint`` is called with the name of each step, for tests that kill a round there.
+    merges; ``after_merge`` is told, still inside it, the paths each merge changed (the catalog
+    reads them before any write decides again). ``checkpoint`` is called with the name of each
+    step, for tests that kill a round there. One round runs at a time on a repository, across
+    processes (an ``flock`` in the git directory): a second one waits up to ``round_timeout``.
     """
 
     def __init__(
@@ -121,6 +172,8 @@ class VaultSync:
         max_attempts: int = 3,
         network_timeout: float = 300.0,
         checkpoint: Callable[[str], None] | None = None,
+        after_merge: Callable[[list[ChangedPath]], None] | None = None,
+        round_timeout: float = 600.0,
     ) -> None:
         if not remote or remote.startswith("-") or any(c.isspace() for c in remote):
             raise InvalidInput(f"{remote!r} is not a git remote name")
@@ -131,6 +184,8 @@ class VaultSync:
         self.max_attempts = max(1, max_attempts)
         self.network_timeout = network_timeout
         self.checkpoint = checkpoint or (lambda step: None)
+        self.after_merge = after_merge or (lambda changed: None)
+        self.round_timeout = round_timeout
 
     # -- setup --------------------------------------------------------------------------------------
     def _commit_all_pending(self) -> list[str]:
@@ -172,39 +227,62 @@ class VaultSync:
         """One round: recover, fetch, commit pending, merge, push (see the module docstring)."""
         report = SyncReport(self.remote, "")
         try:
-            report.branch = self.branch()
             if not self.has_remote():
-                raise GitError(
+                raise SyncFailed(
+                    "no_remote",
                     f"the vault's repository has no remote named {self.remote!r}; add one with "
-                    f"`git remote add {self.remote} URL` (a bare repository, GitHub, ...) and sync again"
+                    f"`git remote add {self.remote} URL` (a bare repository, GitHub, ...) and sync again",
                 )
-            with self.write_lock():
-                report.recovery = recover(self.repo, f"{self.remote}/{report.branch}").detail
-                if configure(self.repo):
-                    self.repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
-            for attempt in range(1, self.max_attempts + 1):
-                report.attempts = attempt
-                incoming = self._fetch(report.branch)
-                self.checkpoint("fetched")
-                with self.write_lock():
-                    report.committed += self.commit_pending()
-                    self.checkpoint("committed pending")
-                    if not self._merge(incoming, report):
-                        continue  # a file changed under the merge: commit it and merge again
-                if self._push(report):
-                    break
-            else:
-                raise GitError(
-                    f"the remote (or a file being merged) kept changing during {self.max_attempts} "
-                    "attempts; nothing was lost, the next sync merges and pushes again"
-                )
-        except (GitError, VaultError, OSError, subprocess.TimeoutExpired) as exc:
+            busy = (
+                f"another sync of {self.repo.work_tree} (the daemon's, or another `vaultmem sync`) "
+                f"was still running after {self.round_timeout:.0f}s; sync again later"
+            )
+            with flocked(self.repo.git_dir / ROUND_LOCK, self.round_timeout, busy=busy):
+                self._round(report)
+        except SyncFailed as exc:
+            report.ok, report.error_kind = False, exc.kind
+            report.errors.append(str(exc))
+        except subprocess.TimeoutExpired as exc:
+            report.ok, report.error_kind = False, "offline"
+            report.errors.append(
+                f"git gave up after {exc.timeout:.0f}s talking to {self.remote!r} (a slow or silent "
+                "network); nothing was lost, the next sync tries again"
+            )
+        except (GitError, VaultError, OSError) as exc:
             report.ok = False
+            report.error_kind = "busy" if isinstance(exc, GitLocked | VaultBusy) else "git"
             report.errors.append(str(exc))
         with contextlib.suppress(GitError):
             report.ahead, report.behind = self.ahead_behind()
         report.incoming = list({c.path: c for c in report.incoming}.values())  # a retry merges again
         return report
+
+    def _round(self, report: SyncReport) -> None:
+        """Recover, then fetch, commit pending, merge and push, retrying a push the remote rejected."""
+        report.branch = self.branch()
+        with self.write_lock():
+            report.recovery = recover(self.repo, f"{self.remote}/{report.branch}").detail
+            _configure(self.repo)
+        for attempt in range(1, self.max_attempts + 1):
+            report.attempts = attempt
+            incoming = self._fetch(report.branch)
+            self.checkpoint("fetched")
+            with self.write_lock():
+                report.committed += self.commit_pending()
+                self.checkpoint("committed pending")
+                known = len(report.incoming)
+                merged = self._merge(incoming, report)
+                self.after_merge(report.incoming[known:])
+                if not merged:
+                    continue  # a file changed under the merge: commit it and merge again
+            if self._push(report):
+                break
+        else:
+            raise SyncFailed(
+                "remote",
+                f"the remote (or a file being merged) kept changing during {self.max_attempts} "
+                "attempts; nothing was lost, the next sync merges and pushes again",
+            )
 
     def _over_network(self, *args: str) -> tuple[bool, str]:
         """Run a fetch or push with the person's ssh setup; whether it worked, and git's message."""
@@ -220,9 +298,7 @@ class VaultSync:
         if not ok:
             if any(m in detail for m in _NO_BRANCH):
                 return None
-            raise GitError(
-                f"could not fetch from {self.remote!r}: {detail}; check the network and the remote"
-            )
+            raise network_failure(self.remote, "fetch", detail)
         return self._rev(f"refs/remotes/{self.remote}/{branch}")
 
     def _merge(self, incoming: str | None, report: SyncReport) -> bool:
@@ -294,7 +370,7 @@ class VaultSync:
         if not ok:
             if any(m in detail for m in _REJECTED):
                 return False
-            raise GitError(f"could not push to {self.remote!r}: {detail}; check the network and the remote")
+            raise network_failure(self.remote, "push", detail)
         self.checkpoint("pushed")
         report.pushed_commits += ahead
         report.outgoing = sorted({*report.outgoing, *(p for p in outgoing if p)})
@@ -308,6 +384,8 @@ def clone_vault(url: str, path: Path, *, git_dir: Path | None = None, remote: st
     commit, pushed by the first sync.
     """
     path = path.expanduser().resolve()
+    if "://" not in url and Path(url).expanduser().exists():
+        url = str(Path(url).expanduser().resolve())  # a local path, as the person's cwd reads it
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise VaultError(f"{path} exists and is not an empty folder; clone into a new folder")
     args = ["git", "clone", "-q", "--origin", remote]
@@ -327,6 +405,14 @@ def clone_vault(url: str, path: Path, *, git_dir: Path | None = None, remote: st
     if repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).returncode != 0:
         repo.git("symbolic-ref", "HEAD", "refs/heads/main")  # an empty remote: start its main branch
         init_vault(path)
-    if configure(repo):
-        repo.commit_paths([".gitattributes"], "vaultmem: merge notes field by field")
+    _configure(repo)
     return repo
+
+
+def _configure(repo: GitRepo) -> None:
+    """The note merge driver registered, its attributes file committed when it changed: at the
+    root, or in vaultmem's own folder of a vault adopted in place (the person's notes keep git's
+    own merge there when they pull by hand)."""
+    home = memory_home(repo.work_tree)
+    if configure(repo, home):
+        repo.commit_paths([in_home(home, ".gitattributes")], "vaultmem: merge notes field by field")

@@ -13,22 +13,27 @@ records the whole plan (``docs/architecture.md``, "The write pipeline").
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from vaultmem import caller
 from vaultmem.errors import GitLocked, VaultmemError
 from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import sweep_temp_files
 from vaultmem.vault.catalog import Catalog, file_hash
-from vaultmem.vault.history import CommitWriter, GitRepo, hand_edit_message, names_in_subject
+from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
+from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
-from vaultmem.vault.locks import ProcessLock
+from vaultmem.vault.locks import CommitGate, ProcessLock
+from vaultmem.vault.merge_state import recover_at_start
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
 from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
 
@@ -45,6 +50,13 @@ class NoteListener(Protocol):
     """Told about every note written, before the write returns (the search index listens)."""
 
     def notes_written(self, notes: list[Note]) -> None: ...
+
+
+class PlanGuard(Protocol):
+    """Checks every plan's files before anything is staged (the secret guard, :mod:`vaultmem.filing.guard`):
+    returns the files to write (redacted, say) or raises, and then nothing is written."""
+
+    def check(self, writes: list[FileWrite]) -> list[FileWrite]: ...
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,14 @@ class VaultWriter:
         self._listeners: list[NoteListener] = []
         #: The commit queue: one thread commits, grouping what queued meanwhile.
         self.commits = CommitWriter(repo)
+        #: Set by the operations: every plan passes it before a byte is staged.
+        self.guard: PlanGuard | None = None
+        # Files with a commit still queued (its author and future), and the sha256 of what this
+        # writer last put in each file: see _settle, which keeps one author's change per commit.
+        self._pending: dict[str, tuple[Author | None, Future[None]]] = {}
+        self._installed: dict[str, str] = {}
+        self._gate = CommitGate(repo.git_dir / "vaultmem-commit.flock", lock_timeout)
+        self.commits.gate = self._gate.shared
         # Bumped under the process lock by every write of every vaultmem process on this vault: a
         # value other than the last one seen means another process wrote, so rescan the catalog.
         self._generation_file = layout.state_dir / "write.generation"
@@ -93,11 +113,14 @@ class VaultWriter:
         with self._process_lock, self._lock:
             sweep_temp_files(layout.root, IGNORED_DIRS)
             repo.sweep_pathspec_files()
+            recover_at_start(repo)  # a sync round a kill interrupted: before the start-up commit
             # `git status` (a subprocess: it stats every file too) runs while the catalog scans.
             with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-git-status") as pool:
                 pending = pool.submit(repo.pending_changes)
                 catalog.scan()
                 self._commit_found_at_start(pending.result())
+            # Files not changed since now are committed: only later changes can be a person's.
+            self._clean_before = time.time() - 2.0
             self._generation = self._read_generation()
         if background_commits:
             self.commits.start()
@@ -159,6 +182,8 @@ class VaultWriter:
                             plan = decide()
                         if not plan.writes:
                             return Written([], plan.result)
+                        for w in plan.writes:  # a person's note outside vaultmem's folder: never
+                            self.layout.check_writable(w.rel)
                         paths = [WriteKey.path(w.rel) for w in plan.writes]
                         busy = next((self._inflight[k] for k in paths if k in self._inflight), None)
                         if busy is None:
@@ -167,19 +192,27 @@ class VaultWriter:
                                 self._inflight[k] = done
                             break
                 busy.wait(timeout=self.lock_timeout)
-            staged = [StagedWrite(self.store, w.rel, w.text) for w in plan.writes]
+            who = caller.current()
+            author = author_of(who)
+            staged: list[StagedWrite] = []
             try:
+                if self.guard is not None:
+                    plan = Plan(self.guard.check(plan.writes), plan.result)
+                self._settle(plan.writes, read, author)
+                staged = [StagedWrite(self.store, w.rel, w.text) for w in plan.writes]
                 _stage_all(staged)
                 with self._lock:
                     self._check_unchanged(plan.writes, read)
-                    notes, side = self._install_all(staged, plan.writes, read)
+                    notes, side = self._install_all(staged, plan.writes, read, author)
                     self._bump_generation()
                     if single and len(notes) == 1 and not side:
                         text = note_message(notes[0], tool, plan.writes[0].action)
                     else:
                         words = subject(plan.result) if subject is not None else None
                         text = batch_message(tool, summary, notes, plan, side, words)
-                    future = self.commits.submit([*(n.path for n in notes), *side], text)
+                    text += _who_line(who)
+                    future = self._submit([*(n.path for n in notes), *side], text, author)
+                    self._installed.update((s.rel, hashlib.sha256(s.data).hexdigest()) for s in staged)
             except BaseException:
                 for s in staged:
                     s.discard()
@@ -197,6 +230,58 @@ class VaultWriter:
         if wait_commit:
             future.result(timeout=120)
         return Written(notes, plan.result)
+
+    def _submit(
+        self,
+        paths: list[str],
+        message: str,
+        author: Author | None,
+        record: bool = True,
+        describe: Callable[[list[str]], str] | None = None,
+    ) -> Future[None]:
+        """Queue a commit, remembering until it lands which files it holds and whose they are."""
+        future = self.commits.submit(paths, message, record=record, author=author, describe=describe)
+        for rel in paths:
+            self._pending[rel] = (author, future)
+
+        def landed(done: Future[None]) -> None:
+            for rel in paths:  # unless a later commit of the same file took its place
+                if self._pending.get(rel, (None, None))[1] is done:
+                    self._pending.pop(rel, None)
+
+        future.add_done_callback(landed)
+        return future
+
+    def _settle(self, writes: list[FileWrite], read: dict[str, str], author: Author | None) -> None:
+        """Before this write replaces a file, commit another author's change still uncommitted in
+        it, so that each commit holds only what its author wrote (a commit takes the file as it is
+        on disk): another caller's write still queued, or a person's edit the watcher has not
+        committed yet (its quiet period), which is committed now as theirs."""
+        replaced = [w.rel for w in writes if not w.create]
+        for rel in replaced:
+            pending = self._pending.get(rel)
+            if pending is not None and pending[0] != author and not pending[1].done():
+                with contextlib.suppress(Exception):  # a failed commit is retried; the file is safe
+                    pending[1].result(timeout=self.lock_timeout)
+        maybe_hand = [rel for rel in replaced if self._maybe_edited_by_hand(rel, read.get(rel))]
+        if not maybe_hand:
+            return
+        try:
+            edited = [p for p in self.repo.pending_changes(maybe_hand) if p in maybe_hand]
+            if edited:
+                self._commit_hand_edits(edited).result(timeout=self.lock_timeout * 4)
+        except Exception as exc:  # the write goes on; its commit then holds the person's edit too
+            log.warning("could not commit a hand edit before writing over it: %s", exc)
+
+    def _maybe_edited_by_hand(self, rel: str, read_hash: str | None) -> bool:
+        """Whether ``rel`` may hold an uncommitted change by someone else: it is not what this writer
+        last put there, and it changed since the start (which committed everything found)."""
+        if read_hash is not None and self._installed.get(rel) == read_hash:
+            return False
+        try:
+            return (self.layout.root / rel).stat().st_mtime >= self._clean_before
+        except OSError:
+            return False
 
     def name_taken(self, directory: str, slug: str) -> bool:
         """Whether a new note in ``directory`` may not be called ``slug``: a note, or a write in
@@ -226,7 +311,7 @@ class VaultWriter:
             raise changed_on_disk(changed[0], len(changed) - 1)
 
     def _install_all(
-        self, staged: list[StagedWrite], writes: list[FileWrite], read: dict[str, str]
+        self, staged: list[StagedWrite], writes: list[FileWrite], read: dict[str, str], author: Author | None
     ) -> tuple[list[Note], list[str]]:
         """Rename every staged file into place; return the notes written and the side files' paths."""
         notes: list[Note] = []
@@ -245,7 +330,7 @@ class VaultWriter:
             done = [*(n.path for n in notes), *side]
             if done:
                 names = names_in_subject([*(n.slug for n in notes), *side])
-                self.commits.submit(done, f"vaultmem: partial batch of {len(done)} files: {names}")
+                self._submit(done, f"vaultmem: partial batch of {len(done)} files: {names}", author)
             raise
         return notes, side
 
@@ -293,21 +378,36 @@ class VaultWriter:
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """No write of this process decides while the block runs (a catalog rescan; a sync round's
-        merge also needs the process lock, :meth:`holding`)."""
+        merge holds off every process's writes and commits, :meth:`exclusive`)."""
         with self._lock:
             yield
 
     @contextlib.contextmanager
-    def holding(self) -> Iterator[None]:
-        """No write of any vaultmem process on this vault runs while the block does."""
+    def exclusive(self) -> Iterator[None]:
+        """No write and no commit of any vaultmem process on this vault while the block runs (a
+        sync round commits pending work and merges in it). Commits queued before it land first;
+        after it, the other processes rescan their catalogs before their next write."""
         with self._process_lock, self._lock:
-            yield
+            self.commits.flush()
+            with self._gate.exclusive():
+                yield
+            self._bump_generation()
 
     def commit_hand_edits(self, paths: list[str]) -> None:
-        """Queue the commit of a person's edits the watcher saw (``hand edit: <path>``, ...)."""
+        """Queue the commit of a person's edits the watcher saw (``hand edit: <path>``, ...),
+        authored by the person's git identity."""
+        self._commit_hand_edits(paths)
+
+    def _commit_hand_edits(self, paths: list[str]) -> Future[None]:
         root = self.layout.root
         deleted = {p for p in paths if not os.path.lexists(root / p)}
-        self.commits.submit(paths, hand_edit_message(paths, deleted), record=False)
+        return self._submit(
+            paths,
+            hand_edit_message(paths, deleted),
+            self.repo.person(),
+            record=False,
+            describe=lambda changed: hand_edit_message(changed, deleted),  # not what a merge took
+        )
 
     def close(self) -> None:
         """Commit everything pending and save derived state.
@@ -333,6 +433,13 @@ def _stage_all(staged: list[StagedWrite]) -> None:
     with ThreadPoolExecutor(max_workers=min(STAGE_THREADS, len(staged))) as pool:
         for future in [pool.submit(s.stage) for s in staged]:
             future.result()
+
+
+def _who_line(who: caller.Caller) -> str:
+    """The message's lines naming the caller (the author says who too; the client is a detail)."""
+    if who is caller.INTERNAL:
+        return ""
+    return f"agent: {who.agent}\n" + (f"client: {who.client}\n" if who.client else "")
 
 
 def note_message(note: Note, tool: str, action: str) -> str:

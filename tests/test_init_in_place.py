@@ -1,0 +1,215 @@
+"""`vaultmem init` on a folder that already holds a person's notes (issue 16, item 1): one folder of
+vaultmem's own, found again from the vault itself; git history kept; the person's notes searched,
+linked and never changed. A fresh folder keeps the layout vaultmem always made."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import FakeClock, git, hand_write
+from mcp_harness import stdio_env, structured
+from upkeep_wire import LocalWire, local_runtime
+
+from vaultmem.config import Settings
+from vaultmem.vault.init import init_vault
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+
+
+def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [VAULTMEM, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=stdio_env(XDG_CONFIG_HOME=str(home)),
+    )
+
+
+def hashes(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+def commit_all(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-q", "-m", message)
+
+
+def test_init_reuses_the_vaults_repository_keeps_its_history_and_commits_only_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "notes"
+    hand_write(vault, "Ideas.md", "first\n")
+    git(vault, "init", "-q", "-b", "main")
+    commit_all(vault, "my first note")
+    hand_write(vault, "Ideas.md", "first\nsecond\n")
+    commit_all(vault, "my second edit")
+    old_head = git(vault, "rev-parse", "HEAD").strip()
+    hand_write(vault, "Ideas.md", "first\nsecond\nnot committed yet\n")  # the person's work in progress
+    hand_write(vault, "Staged.md", "staged by the person\n")
+    git(vault, "add", "Staged.md")
+    before = hashes(vault)
+
+    made = run("init", str(vault), home=tmp_path)
+    assert made.returncode == 0, made.stderr
+
+    assert git(vault, "rev-parse", "HEAD~1").strip() == old_head  # history kept, one commit on top
+    assert git(vault, "log", "--format=%s", "-3").splitlines() == [
+        "vaultmem init: add its folder Memory/",
+        "my second edit",
+        "my first note",
+    ]
+    changed = git(vault, "show", "--name-only", "--format=", "HEAD").split()
+    assert ".gitignore" in changed and all(p == ".gitignore" or p.startswith("Memory/") for p in changed)
+    status = git(vault, "status", "--porcelain").splitlines()
+    assert " M Ideas.md" in status and "A  Staged.md" in status  # still the person's to commit
+    assert {rel: h for rel, h in hashes(vault).items() if rel in before} == before
+    assert sorted(p.name for p in vault.iterdir()) == [
+        ".git",
+        ".gitignore",
+        "Ideas.md",
+        "Memory",
+        "Staged.md",
+    ]
+
+
+def test_a_fresh_folder_gets_the_layout_vaultmem_always_made(tmp_path: Path) -> None:
+    for vault in (tmp_path / "new", tmp_path / "empty-repo"):
+        if vault.name == "empty-repo":
+            vault.mkdir()
+            git(vault, "init", "-q")
+        init_vault(vault)
+        assert (vault / "filing.yaml").is_file() and (vault / "memory" / "semantic").is_dir()
+        assert not (vault / "Memory").exists()
+        assert Settings.resolve(vault).home == ""
+
+
+def test_a_vault_of_an_earlier_version_keeps_its_layout_even_without_its_contract(tmp_path: Path) -> None:
+    """Earlier versions put filing.yaml, desk/ and the class folders at the root; a person may have
+    deleted filing.yaml since. init (and `serve --init`) must not then adopt it as a person's vault."""
+    vault, _ = init_vault(tmp_path / "old")
+    (vault / "filing.yaml").unlink()
+    hand_write(vault, "memory/semantic/fact.md", "A fact written long ago.\n")
+    git(vault, "add", "-A")
+    git(vault, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-q", "-m", "tidy")
+    init_vault(vault)
+    assert not (vault / "Memory").exists()
+    assert (vault / "filing.yaml").is_file()  # completed, in its own layout
+    assert Settings.resolve(vault).home == ""
+
+
+def test_the_folder_is_named_at_init_and_a_persons_folder_of_that_name_is_never_taken(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    hand_write(vault, "Memory/My childhood.md", "The summer of the big storm.\n")
+    before = hashes(vault)
+    refused = run("init", str(vault), home=tmp_path)
+    assert refused.returncode == 1
+    assert "already exists and holds your files" in refused.stderr and "--folder NAME" in refused.stderr
+    assert hashes(vault) == before and not (vault / ".git").exists()
+
+    made = run("init", "--folder", "Agents", str(vault), home=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (vault / "Agents" / "filing.yaml").is_file() and (vault / "Agents" / "vaultmem.yaml").is_file()
+    added = run("append", "--vault", str(vault), "--kind", "reference", "Tea at five.", home=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert list((vault / "Agents" / "memory" / "semantic").glob("*.md"))
+    assert sorted(p.name for p in (vault / "Memory").iterdir()) == ["My childhood.md"]
+
+
+def test_another_machine_reads_the_layout_from_the_vault_itself(tmp_path: Path) -> None:
+    """A clone (the same vault opened elsewhere) files under Memory/ too: the layout is in the vault."""
+    vault = tmp_path / "here"
+    hand_write(vault, "Journal/Today.md", "Sunny.\n")
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    clone = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", str(vault), str(clone)], check=True, capture_output=True)
+    added = run(
+        "append", "--vault", str(clone), "--kind", "preference", "Prefers green tea.", "--json", home=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert list((clone / "Memory" / "memory" / "semantic").glob("*.md"))
+    assert not (clone / "memory").exists() and not (clone / ".vaultmem").exists()
+    doctor = json.loads(run("doctor", "--vault", str(clone), "--json", home=tmp_path).stdout)
+    assert doctor["layout"]["home"] == "Memory" and doctor["layout"]["person_notes"] == 1
+
+
+def test_vaultmem_never_changes_a_persons_note_and_says_what_to_do_instead(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    hand_write(
+        vault, "Recipes/Bread.md", "---\nid: 01a20000-0000-7000-8000-0000000000b1\n---\nFlour, water, salt.\n"
+    )
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    before = hashes(vault)["Recipes/Bread.md"]
+
+    forgot = run("forget", "--vault", str(vault), "01a20000-0000-7000-8000-0000000000b1", home=tmp_path)
+    assert forgot.returncode == 1
+    assert "Recipes/Bread.md is the person's own note, outside vaultmem's folder Memory/" in forgot.stderr
+    # The same words as the person's note: a new memory in Memory/, not a reinforce of theirs.
+    added = run(
+        "append", "--vault", str(vault), "--kind", "reference", "Flour, water, salt.", "--json", home=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["deduplicated"] is False
+    assert hashes(vault)["Recipes/Bread.md"] == before
+
+
+def test_doctor_explains_the_layout_it_found(tmp_path: Path) -> None:
+    own, _ = init_vault(tmp_path / "own")
+    told = run("doctor", "--vault", str(own), home=tmp_path)
+    assert "vaultmem's own vault" in told.stdout, told.stdout + told.stderr
+
+    adopted = tmp_path / "adopted"
+    hand_write(adopted, "Note.md", "mine\n")
+    init_vault(adopted)
+    told = run("doctor", "--vault", str(adopted), home=tmp_path)
+    assert "adopted in place: vaultmem keeps its files in Memory/" in told.stdout
+    assert "The 1 notes outside it are the person's" in told.stdout
+
+    hand_write(adopted, "Other/vaultmem.yaml", "# not vaultmem's folder\n")  # two folders claim it
+    report = json.loads(run("doctor", "--vault", str(adopted), "--json", home=tmp_path).stdout)
+    assert report["ok"] is False and report["layout"]["claimed_by"] == [
+        "Memory/vaultmem.yaml",
+        "Other/vaultmem.yaml",
+    ]
+
+
+def test_the_filing_contracts_routing_holds_in_vaultmems_own_folder(tmp_path: Path, clock: FakeClock) -> None:
+    """Kinds, project spaces (desk/projects and Projects/<name>), the project registry and the slots
+    all land under Memory/, by the same contract; vaultmem's own files there are never notes."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Projects/Kitchen.md", "The person's own Projects folder: not vaultmem's.\n")
+    init_vault(vault)
+    code = tmp_path / "code" / "rocket"
+    code.mkdir(parents=True)
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        wire.ok("memory_manage", action="create", name="Rocket", local_path=str(code))
+        (vault / "Memory" / "Projects" / "Rocket").mkdir()
+        wire.ok("memory_reflect", action="reflect", summary="Fuelled.", goals_add=["Launch"], cwd=str(code))
+        wire.ok("memory_reflect", action="reflect", summary="A global note.")
+        stored = wire.store(action="create", content="Countdown from ten.", cwd=str(code))["item"]
+        fact = structured(wire.call("memory_append", content="Water boils at 100 C.", kind="reference"))
+        captured = structured(wire.call("memory_capture", content="Maybe paint it red."))
+        paths = {t["id"]: t["path"] for t in wire.recall(action="list", status="all", compact=False)["items"]}
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "project.yaml").is_file()
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "project_context.md").is_file()
+    assert (vault / "Memory" / "desk" / "projects" / "rocket" / "active_goals.md").is_file()
+    assert (vault / "Memory" / "desk" / "project_context.md").is_file()
+    assert paths[stored["id"]].startswith("Memory/Projects/Rocket/")
+    assert paths[fact["id"]].startswith("Memory/memory/semantic/")
+    assert paths[captured["id"]].startswith("Memory/memory/episodic/")
+    assert set(paths.values()) == {
+        "Projects/Kitchen.md",
+        paths[stored["id"]],
+        paths[fact["id"]],
+        paths[captured["id"]],
+    }  # slots, project.yaml and Memory/README.md are no notes; the person's note is one
+    assert sorted(p.name for p in (vault / "Projects").iterdir()) == ["Kitchen.md"]

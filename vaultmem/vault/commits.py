@@ -1,0 +1,238 @@
+"""The commit queue: one thread makes every commit of a vault's writes, one author per commit.
+
+Writes that queue while a commit runs are grouped into the next commit, whose message names each of
+them; a run of writes by one author (an agent, the person, vaultmem itself) is one commit, so two
+agents' writes never land under one name. A commit git refused (a held lock) is retried with backoff
+while the files stay safe on disk; waiters get the error of the failed attempt so nobody blocks
+forever. Commit subjects name what changed (:func:`names_in_subject`, :func:`hand_edit_message`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from vaultmem.caller import Caller
+from vaultmem.vault.history import Author, GitRepo
+from vaultmem.vault.reading import shown
+
+log = logging.getLogger(__name__)
+_ALREADY_RECORDED = (
+    "(no file changes: this write's content was committed with the previous commit, which took the "
+    "note as this write left it)"
+)
+
+
+def author_of(caller: Caller) -> Author | None:
+    """The author of what ``caller`` writes: an MCP agent by its token's name, the person at the
+    CLI by their OS user (``user@host``, as git itself would say); None for vaultmem's own work."""
+    if caller.transport == "internal":
+        return None
+    if caller.transport == "mcp":
+        return Author(caller.agent, caller.address)
+    return Author(caller.agent, f"{caller.agent}@{socket.gethostname() or 'localhost'}")
+
+
+#: Notes named in a subject before it says how many more there are.
+SUBJECT_NAMES = 3
+
+
+def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
+    """Up to :data:`SUBJECT_NAMES` names for a commit subject, then how many more."""
+    shown_names = sep.join(shown(n) for n in names[:SUBJECT_NAMES])
+    more = len(names) - SUBJECT_NAMES
+    return f"{shown_names} and {more} more" if more > 0 else shown_names
+
+
+def hand_edit_message(paths: Sequence[str], deleted: Collection[str] = ()) -> str:
+    """The message of the watcher's commit of hand edits; a deletion says it is one.
+
+    One file: ``hand edit: <path>`` or ``hand deletion: <path>``. Several: ``hand edits: N files
+    (K deleted): a, b, c and 2 more``, naming the notes by file name; the body lists each path.
+    """
+    if len(paths) == 1:
+        verb = "deletion" if paths[0] in deleted else "edit"
+        title = f"hand {verb}: {shown(paths[0])}"
+    else:
+        gone = sum(1 for p in paths if p in deleted)
+        count = f"{len(paths)} files" + (f" ({gone} deleted)" if gone else "")
+        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
+        title = f"hand edits: {count}: {names_in_subject(stems)}"
+    lines = "\n".join(f"- {'deleted' if p in deleted else 'edited'} {shown(p)}" for p in paths[:50])
+    more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
+    return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
+
+
+@dataclass
+class _Job:
+    paths: list[str]
+    message: str
+    #: True for an agent's write, whose message must reach history even when an earlier commit
+    #: already took its content (see ``_commit``); False for the watcher's hand-edit commits.
+    record: bool = True
+    #: Who wrote it (None: vaultmem itself). A commit groups the writes of one author only.
+    author: Author | None = None
+    done: Future[None] = field(default_factory=Future)
+    #: Makes the message from the paths that still differ once staged (``GitRepo.commit_paths``).
+    describe: Callable[[list[str]], str] | None = None
+
+
+class CommitWriter:
+    """The single writer of commits. ``submit`` returns a future that resolves once committed.
+
+    Jobs that queue while a commit runs are grouped into the next commit, whose message names each;
+    one commit holds the writes of one author, so a queue holding two agents' writes (or an
+    agent's and a person's) makes one commit per run of the same author, in order.
+    A failed commit is retried with backoff (the files are safe on disk meanwhile); waiters get the
+    error of the failed attempt so nobody blocks forever.
+    """
+
+    def __init__(self, repo: GitRepo, *, max_group: int = 256, retry_delay: float = 1.0) -> None:
+        self.repo = repo
+        self.max_group = max_group
+        self.retry_delay = retry_delay
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._retry: list[_Job] = []
+        self.commits = 0
+        #: Held around every commit (the vault's writer passes its commit gate, so no commit lands
+        #: while a sync round merges); told after every commit that landed (automatic sync rounds).
+        self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        self.on_commit: Callable[[], None] = lambda: None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="vaultmem-git", daemon=True)
+            self._thread.start()
+
+    def submit(
+        self,
+        paths: Sequence[str],
+        message: str,
+        *,
+        record: bool = True,
+        author: Author | None = None,
+        describe: Callable[[list[str]], str] | None = None,
+    ) -> Future[None]:
+        job = _Job(list(paths), message, record, author, describe=describe)
+        if self._thread is None:  # no writer thread (one-shot CLI): commit inline
+            # Writes whose commit failed earlier (a held index.lock) ride along with this one.
+            retry, self._retry = self._retry, []
+            self._commit([*retry, job])
+            return job.done
+        self._queue.put(job)
+        return job.done
+
+    def flush(self, timeout: float = 60.0) -> None:
+        """Wait until everything submitted so far is committed (or has failed)."""
+        marker = self.submit([], "")
+        marker.result(timeout=timeout)
+
+    def defer(self, paths: Sequence[str], message: str) -> None:
+        """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
+        job = _Job(list(paths), message, record=False)
+        if self._thread is None:
+            self._retry.append(job)  # the writer starts later, or commits inline with the next write
+        else:
+            self._queue.put(job)
+
+    def close(self, timeout: float = 60.0) -> None:
+        if self._thread is None:
+            return
+        self._queue.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            timeout = self.retry_delay if self._retry else None
+            try:
+                first = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                first = None if not self._retry else _Job([], "")
+                if first is None:
+                    continue
+            if first is None:
+                stop = True
+                batch: list[_Job] = []
+            else:
+                batch = [first]
+            while len(batch) < self.max_group:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stop = True
+                    break
+                batch.append(job)
+            jobs = self._retry + batch
+            self._retry = []
+            if jobs:
+                self._commit(jobs)
+
+    def _commit(self, jobs: list[_Job]) -> None:
+        real = [j for j in jobs if j.paths]
+        before = self.commits
+        runs: list[list[_Job]] = []
+        for job in real:  # consecutive writes of one author share a commit; order is kept
+            if runs and runs[-1][0].author == job.author:
+                runs[-1].append(job)
+            else:
+                runs.append([job])
+        for i, run in enumerate(runs):
+            try:
+                self._commit_run(run)
+            except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
+                log.warning("commit failed, will retry: %s", exc)
+                self._retry.extend(j for later in runs[i:] for j in later)
+                for job in jobs:
+                    if not job.done.done():
+                        job.done.set_exception(exc)
+                return
+            for job in run:
+                if not job.done.done():  # a retried job's waiter was told of the failed attempt
+                    job.done.set_result(None)
+        for job in jobs:
+            if not job.done.done():
+                job.done.set_result(None)
+        if self.commits > before:
+            self.on_commit()
+
+    def _commit_run(self, run: list[_Job]) -> None:
+        """One commit of ``run``'s paths, all written by one author (never while a sync round
+        merges: the gate)."""
+        with self.gate():
+            self._commit_under_gate(run)
+
+    def _commit_under_gate(self, run: list[_Job]) -> None:
+        author = run[0].author
+        paths = [p for j in run for p in j.paths]
+        if len(run) == 1:
+            message = run[0].message
+        else:
+            # A summary line per write, then each write's own message in full, so a grouped
+            # commit still names every write's tool, id, slug, kind and project; the subject
+            # names the first few writes, so `git log --oneline` shows them too.
+            subjects = [(j.message.splitlines() or [""])[0] for j in run]
+            lines = "\n".join(f"- {s}" for s in subjects)
+            details = "\n\n".join(j.message.strip() for j in run)
+            title = f"vaultmem: {len(run)} writes: {names_in_subject(subjects, sep='; ')}"
+            message = f"{title}\n\n{lines}\n\n{details}\n"
+        describe = run[0].describe if len(run) == 1 else None
+        if self.repo.commit_paths(paths, message, author, describe):
+            self.commits += 1
+        elif any(j.record for j in run):
+            # Two writes to one note in quick succession: the commit for the first took the
+            # file as the second left it. Record the second's message anyway, so `git log`
+            # still names every write's tool and id.
+            self.repo.commit_empty(f"{message.rstrip()}\n\n{_ALREADY_RECORDED}\n", author)
+            self.commits += 1
