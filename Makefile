@@ -8,17 +8,25 @@ PORT ?= 7821
 STAMP := $(VENV)/.installed
 # Synthetic vault sizes for benchmarks/scale.py (add 100000 for the full run, ~15 min the first time).
 BENCH_SIZES ?= 1000,10000
+# Vault sizes for benchmarks/startup.py (the daemon's RSS and cold start against the targets); each
+# is built once under benchmarks/out/vaults/ (100k: ~15 min the first time on a quiet machine).
+STARTUP_SIZES ?= 1000,10000,100000
 # pytest-xdist workers for `make test` (the tests mostly wait on subprocesses and fsync, so more
 # workers than cores pays off; TEST_WORKERS=0 runs in one process).
 TEST_WORKERS ?= 3
 
 .PHONY: install test test-all lint bench serve clean
 
+# pip prints each package it collects and installs: a first install downloads ~400 MB (LanceDB,
+# pyarrow, onnxruntime, the model) and takes a few minutes.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "==> $(VENV): a virtual environment with vaultmem and its dependencies (a few minutes the first time)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> installed: $(abspath $(BIN))/vaultmem"
+	@echo "    put it on PATH with:  export PATH=\"$(abspath $(BIN)):\$$PATH\""
 
 install: $(STAMP)
 
@@ -39,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/mcp_e2e.py
 	$(BIN)/python benchmarks/sync.py
 	$(BIN)/python benchmarks/scale.py --sizes $(BENCH_SIZES)
+	$(BIN)/python benchmarks/cli_start.py
+	$(BIN)/python benchmarks/startup.py --sizes $(STARTUP_SIZES)
 	$(BIN)/python benchmarks/as_of.py
 
 serve: $(STAMP)

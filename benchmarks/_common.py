@@ -53,3 +53,17 @@ def uncapped_vault(parent: Path) -> Path:
         encoding="utf-8",
     )
     return root
+
+
+#: vaultmem does not depend on pandas, but pyarrow imports it when it is installed (0.2 s on this
+#: machine); the dev extra installs it (for obsidiantools). This makes the child see an install
+#: without it, as ``pip install vaultmem`` leaves a machine.
+BLOCK_PANDAS = """
+import importlib.abc
+class _NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, _NoPandas())
+"""

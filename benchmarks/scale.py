@@ -39,7 +39,7 @@ for p in (str(ROOT), str(HERE)):
         sys.path.insert(0, p)
 
 import synthetic  # noqa: E402
-from _common import machine, parts, pct  # noqa: E402
+from _common import BLOCK_PANDAS, machine, parts, pct  # noqa: E402
 
 OUT = HERE / "out"
 
@@ -84,19 +84,6 @@ print(json.dumps({{"answered_at": answered, "imports": t1 - t0, "open": t2 - t1,
     "changed": len(report.indexed) + len(report.removed), "hits": len(found["results"]),
     "pandas_loaded": "pandas" in sys.modules,
     "rss_mb": int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024}}))
-"""
-
-#: vaultmem does not depend on pandas, but pyarrow imports it when it is installed (0.2 s on this
-#: machine); the dev extra installs it (for obsidiantools). This makes the child see an install
-#: without it, as ``pip install vaultmem`` leaves a machine.
-BLOCK_PANDAS = """
-import importlib.abc
-class _NoPandas(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, _NoPandas())
 """
 
 

@@ -233,6 +233,10 @@ def write_vault(root: Path, size: int) -> list[SyntheticNote]:
     """Create a vault at ``root`` holding ``size`` synthetic notes, committed to git."""
     from vaultmem.vault.init import init_vault
 
+    # A repository of its own first: under benchmarks/out/ the vault is inside this checkout's
+    # work tree, and init would otherwise take the checkout's repository for the vault's.
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     init_vault(root)
     contract = root / "filing.yaml"
     contract.write_text(

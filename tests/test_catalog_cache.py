@@ -6,14 +6,18 @@ catalog as a full parse of the vault, and a damaged or foreign cache must be ign
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
 
 import pytest
 from conftest import OpenService
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from layers import parts
 
+from vaultmem.notes.model import parse_time
 from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.layout import VaultLayout, is_ignored_rel
 
@@ -80,12 +84,16 @@ def test_a_damaged_or_foreign_cache_is_ignored(open_service: OpenService, damage
     assert _entries(catalog) == _entries(want)
 
 
-def test_cache_rows_of_the_wrong_shape_are_ignored(open_service: OpenService) -> None:
+@pytest.mark.parametrize("cut", ["a short column", "a missing column"])
+def test_cache_columns_of_the_wrong_shape_are_ignored(open_service: OpenService, cut: str) -> None:
     layout = _write_notes(open_service, 2)
     Catalog(layout).scan()
     cache = layout.state_dir / "catalog.json"
     data = json.loads(cache.read_text(encoding="utf-8"))
-    data["entries"][0] = data["entries"][0][:-3]  # a short row
+    if cut == "a short column":
+        data["columns"][3] = data["columns"][3][:-1]
+    else:
+        del data["columns"][-1]
     cache.write_text(json.dumps(data), encoding="utf-8")
     catalog = Catalog(layout)
     assert catalog.scan() == (2, 2)
@@ -111,3 +119,23 @@ def test_the_walk_yields_exactly_the_paths_that_are_notes(tmp_path: Path) -> Non
     assert sorted(walked) == sorted(r for r in written if not is_ignored_rel(r))
     assert "a.md" in walked and "notes/deep/Z.md" in walked and "desk/projects/p/a.md" in walked
     assert not any(r.startswith(("loop/", ".obsidian/", "node_modules/")) for r in walked)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    when=st.datetimes(min_value=dt.datetime(1970, 1, 2), max_value=dt.datetime(2200, 1, 1)),
+    offset=st.sampled_from(["Z", "+00:00", "-05:00", "+14:00", ""]),
+    micro=st.booleans(),
+)
+def test_the_day_the_daily_cap_counts_is_the_day_the_stamp_says(
+    when: dt.datetime, offset: str, micro: bool
+) -> None:
+    """The cap counts a note on the day of its ``created`` stamp in the stamp's own offset, read
+    without a parse for the usual stamps (a start counts every note): the same day a parse gives."""
+    stamp = when.replace(microsecond=when.microsecond if micro else 0).isoformat() + offset
+    parsed = parse_time(stamp)
+    assert parsed is not None
+    entry = Entry(
+        "a.md", None, "a", "fact", "active", None, (), stamp, stamp, "f", "h", None, None, False, (), 0, 0
+    )
+    assert entry.created_day == parsed.date().isoformat()

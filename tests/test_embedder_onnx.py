@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,3 +49,34 @@ def test_model_id_names_the_model_file(embedder: OnnxEmbedder) -> None:
 def test_a_model_dir_without_files_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match=r"model\.onnx"):
         OnnxEmbedder(tmp_path)
+
+
+MEMORY_AFTER_A_BIG_BATCH = """
+import json
+from vaultmem.index.embedder import OnnxEmbedder
+
+def anon_mib():
+    for line in open("/proc/self/status", encoding="utf-8"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+
+embedder = OnnxEmbedder()
+embedder.embed(["a query"])
+loaded = anon_mib()
+embedder.embed(["word " * 300] * 32)  # a full batch of 256-token texts, as a reindex sends
+embedder.embed(["a query"])
+print(json.dumps({"loaded": loaded, "after": anon_mib()}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads RssAnon from /proc")
+def test_a_big_batch_does_not_stay_in_memory_after_it_is_embedded() -> None:
+    """Issue 16, item 4: onnxruntime's CPU arena kept the peak of the largest batch for the life of
+    the process: +1.2 GB after one batch of long texts, so a daemon that had indexed long
+    notes once stayed over a gigabyte. Without the arena the batch's memory is given back."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_AFTER_A_BIG_BATCH], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["after"] - figures["loaded"] < 200, figures  # with the arena: ~1,200 MiB more

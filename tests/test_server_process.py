@@ -25,11 +25,14 @@ VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
 
 @contextmanager
-def serve_process(vault: Path, config_home: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
-    """``vaultmem serve --vault V --init`` as the Makefile runs it, on a free port."""
+def serve_process(
+    vault: Path, config_home: Path, vaultmem: str = VAULTMEM
+) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """``vaultmem serve --vault V --init`` as the Makefile runs it, on a free port (``vaultmem``: the
+    script to run, this environment's by default)."""
     env = stdio_env(XDG_CONFIG_HOME=str(config_home))
     process = subprocess.Popen(
-        [VAULTMEM, "serve", "--vault", str(vault), "--init", "--port", "0"],
+        [vaultmem, "serve", "--vault", str(vault), "--init", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

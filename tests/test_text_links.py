@@ -3,7 +3,6 @@ resolves (as Obsidian resolves it), and how the edge graph keeps up with the fil
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -273,7 +272,7 @@ def test_a_reconcile_writes_again_an_index_row_that_lacks_a_notes_body_tags(vaul
         memory.reconcile()
         index = parts(memory).index
         (row,) = index.records_for_paths(["notes/Plan.md"])
-        index.upsert([dataclasses.replace(row, tags=())])  # as an earlier version wrote it
+        index.upsert([row.but(tags=())])  # as an earlier version wrote it
         assert index.records_for_paths(["notes/Plan.md"])[0].tags == ()
         assert memory.reconcile().indexed == ["notes/Plan.md"]
         assert index.records_for_paths(["notes/Plan.md"])[0].tags == ("health",)

@@ -1,4 +1,9 @@
-"""The ``vaultmem`` command line: parse, call the facade (:class:`vaultmem.memory.Memory`), print."""
+"""The ``vaultmem`` command line: parse, call the facade (:class:`vaultmem.memory.Memory`), print.
+
+Each command imports the facade when it runs, not this module: ``vaultmem --help`` loads argparse
+and the settings only, and the facade itself loads no index module (LanceDB, onnxruntime, NumPy)
+unless the command opens the index (``tests/test_cli_imports.py`` holds both to it).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,14 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import VaultmemError
-from vaultmem.limits import LOW_SPACE_MIB, MAX_VERSIONS
-from vaultmem.memory import Memory, SearchRequest, SyncReport, clone_vault
+
+if TYPE_CHECKING:
+    from vaultmem.memory import Memory, SyncReport
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -42,10 +48,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _open(args: argparse.Namespace, *, index: bool = False) -> Memory:
     """The vault, committing inline; without its index unless the command searches."""
+    from vaultmem.memory import Memory
+
     return Memory(_settings(args), index=index, background_commits=False)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from vaultmem.memory import Memory
+
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
     print(f"{'created' if created else 'already a vault:'} {root}")
@@ -61,6 +71,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_clone(args: argparse.Namespace) -> int:
+    from vaultmem.memory import clone_vault
+
     repo = clone_vault(args.url, Path(args.path), git_dir=Path(args.git_dir) if args.git_dir else None)
     print(f"cloned {args.url} into {repo.work_tree} (notes merge field by field when machines sync)")
     from vaultmem.server.token import ensure_token, token_path
@@ -109,6 +121,7 @@ def _sync_summary(report: SyncReport) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultmem.memory import Memory
     from vaultmem.server.daemon import Daemon
     from vaultmem.server.hosts import banner
 
@@ -221,6 +234,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    from vaultmem.limits import MAX_VERSIONS
+
     with _open(args) as memory:
         note = memory.note(args.id)
         rows: list[Any] = []
@@ -282,6 +297,8 @@ def _progress(label: str) -> Callable[[int, int, int], None]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from vaultmem.memory import SearchRequest
+
     with _open(args, index=True) as memory:
         memory.reconcile(_progress("indexing"))
         result = memory.search(
@@ -321,6 +338,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from vaultmem.limits import LOW_SPACE_MIB
+    from vaultmem.memory import Memory
+
     settings = _settings(args)
     report = Memory.doctor(settings)
     if args.json:

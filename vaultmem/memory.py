@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_, InvalidInput, VaultError
 from vaultmem.filing.projects import Project
-from vaultmem.index.embedder import Embedder
+from vaultmem.index.protocol import Embedder
 from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
@@ -86,17 +86,17 @@ class Memory:
                 f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
                 f"{layout.root}` to make it a vault (existing notes are kept)"
             )
-        if index:
-            # Opening builds ~10 objects per note; what exists now (modules, classes) lives as long
-            # as the process: frozen out of the collector's way (docs/architecture.md, "Starting fast").
-            gc.freeze()
+        if index:  # what exists now lives as long as the process: out of the collector's way
+            gc.freeze()  # (opening builds ~10 objects per note: docs/architecture.md, "Starting fast")
         catalog = Catalog(layout)
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
         if index:
             from vaultmem.index.embedder import warm_in_background
+            from vaultmem.index.heap import return_big_blocks
             from vaultmem.index.opening import calibration_for, embedder_for, open_index
 
+            return_big_blocks()  # a process that opens the index lives long: freed memory goes back
             embedder = embedder or embedder_for(settings)
             self._warmup = warm_in_background(embedder)  # the model loads while the catalog is scanned
         writer = VaultWriter(

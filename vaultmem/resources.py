@@ -11,15 +11,17 @@ from vaultmem.errors import VaultmemError
 def project_root() -> Path:
     """The directory holding ``contracts/`` and ``vault-template/``.
 
-    ``VAULTMEM_RESOURCES`` overrides it; otherwise it is the source tree the package runs from
-    (vaultmem is installed editable by ``make install``).
+    ``VAULTMEM_RESOURCES`` overrides it; otherwise it is the package's ``_data`` folder, whose two
+    entries are links to the source tree's folders in a checkout (``make install`` installs it
+    editable) and copies of them in a wheel (``python -m build`` follows the links).
     """
     override = os.environ.get("VAULTMEM_RESOURCES")
-    root = Path(override) if override else Path(__file__).resolve().parent.parent
+    root = Path(override) if override else Path(__file__).resolve().parent / "_data"
     if not (root / "contracts" / "filing.yaml").is_file():
         raise VaultmemError(
             f"vaultmem's shipped files are missing under {root} (contracts/filing.yaml); reinstall "
-            "vaultmem from its source tree with `make install`, or set VAULTMEM_RESOURCES"
+            "vaultmem (`make install` in its source tree, or `pip install vaultmem`), or set "
+            "VAULTMEM_RESOURCES"
         )
     return root
 

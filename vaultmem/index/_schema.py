@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +95,16 @@ def note_row(
     return row
 
 
-def chunks_from_table(
-    table: pa.Table, dim: int
-) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
+def _column(table: pa.Table | pa.RecordBatch, name: str) -> Any:
+    """One column as a single Arrow array (a table's column may come in chunks, a batch's not)."""
+    column = table[name]
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def chunks_from_table(table: pa.Table | pa.RecordBatch, dim: int) -> list[Chunks]:
     """Each row's chunk spans (``(m, 2)``) and vectors (``(m, dim)``), from the chunk columns."""
-    spans = table["chunk_spans"].combine_chunks()
-    vectors = table["chunk_vectors"].combine_chunks()
+    spans = _column(table, "chunk_spans")
+    vectors = _column(table, "chunk_vectors")
     span_at = spans.offsets.to_numpy()
     vec_at = vectors.offsets.to_numpy()
     span_values = spans.flatten().to_numpy(zero_copy_only=False).astype(np.int32).reshape(-1, 2)
@@ -116,41 +121,65 @@ def chunks_from_table(
     return out
 
 
-def notes_from_table(
-    table: pa.Table, dim: int, with_vectors: bool, meta: Path
-) -> tuple[list[NoteRecord], npt.NDArray[np.float32], list[Chunks] | None]:
-    """The records, vectors and chunks of a ``notes`` table read whole (zero vectors and no chunks
-    when ``with_vectors`` is off: the table was built by another model or layout)."""
-    records = records_from_table(table)
-    if with_vectors and table.schema.field("vector").type.list_size != dim:
-        raise IndexError_(
-            f"the stored vectors are {table.schema.field('vector').type.list_size} wide but {meta} says {dim}"
-        )
-    if not (with_vectors and records):
-        return records, np.zeros((len(records), dim), dtype=np.float32), None
-    vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(-1, dim)
-    return records, vectors, chunks_from_table(table, dim)
-
-
-def records_from_table(table: pa.Table) -> list[NoteRecord]:
+def records_from_table(table: pa.Table | pa.RecordBatch) -> list[NoteRecord]:
     """NoteRecords from the record columns of a ``notes`` Arrow table, column by column.
 
-    Repeated short values (status, kind, project) share one string object, which matters for
-    memory when every note is held in memory.
+    Repeated short values (status, kind, project) share one string object, and so do the values
+    the catalog holds too (interned, as the catalog's are): every note is held in memory twice.
     """
     if table.num_rows == 0:
         return []
-    shared: dict[str, str] = {}
 
     def share(values: list[Any]) -> list[Any]:
-        return [v if v is None else shared.setdefault(v, v) for v in values]
+        return [v if v is None else sys.intern(v) for v in values]
 
-    present = set(table.schema.names)
+    present = set(table.schema.names)  # an older layout lacks some columns
     columns = {
         name: table[name].to_pylist() if name in present else [None] * table.num_rows
         for name in RECORD_COLUMNS
     }
-    for name in ("status", "kind", "project"):
+    # status, kind, project: a handful of values; id, path, title, content_hash, created: the
+    # catalog holds them too (vault/catalog.py interns the same columns of its cache).
+    for name in ("status", "kind", "project", "id", "path", "title", "content_hash", "created"):
         columns[name] = share(columns[name])
-    columns["tags"] = [tuple(t or ()) for t in columns["tags"]]
+    columns["updated"] = [
+        c if u == c else u for c, u in zip(columns["created"], columns["updated"], strict=True)
+    ]
+    columns["tags"] = [tuple(t) if t else () for t in columns["tags"]]
     return [NoteRecord(*values) for values in zip(*(columns[name] for name in RECORD_COLUMNS), strict=True)]
+
+
+async def read_notes(
+    table: Any, dim: int, with_vectors: bool, meta: Path
+) -> tuple[list[NoteRecord], npt.NDArray[np.float32], list[Chunks] | None]:
+    """Every row of the ``notes`` table (LanceDB's asynchronous handle): records, their vectors as
+    one ``(rows, dim)`` matrix and their chunks (zero vectors and no chunks when ``with_vectors``
+    is false: they are stale, the table was built by another model or layout).
+
+    Read batch by batch into a matrix allocated once: the whole table as one Arrow table, then its
+    Python objects, then a copy of its vectors held ~2.5x the memory the rows end up taking (about
+    200 MB at 100k notes that the allocators then kept, docs/benchmarks.md).
+    """
+    present = set((await table.schema()).names)  # an older layout lacks some columns
+    with_chunks = with_vectors and set(CHUNK_COLUMNS) <= present
+    wanted = [*RECORD_COLUMNS, *(("vector", *CHUNK_COLUMNS) if with_vectors else ())]
+    vectors = np.zeros((await table.count_rows(), dim), dtype=np.float32)
+    records: list[NoteRecord] = []
+    chunks: list[Chunks] = []
+    async for batch in await table.query().select([c for c in wanted if c in present]).to_batches():
+        start, got = len(records), records_from_table(batch)
+        records.extend(got)
+        if len(records) > len(vectors):  # rows added since the count
+            vectors = np.concatenate([vectors, np.zeros((len(records) - len(vectors), dim), np.float32)])
+        if with_vectors and got:
+            column = batch.column("vector")
+            if column.type.list_size != dim:
+                raise IndexError_(
+                    f"the stored vectors are {column.type.list_size} wide but {meta} says {dim}"
+                )
+            vectors[start : len(records)] = column.flatten().to_numpy().reshape(-1, dim)
+            if with_chunks:
+                chunks.extend(chunks_from_table(batch, dim))
+    if len(vectors) != len(records):
+        vectors = vectors[: len(records)].copy()
+    return records, vectors, (chunks if with_chunks and records else None)

@@ -17,12 +17,14 @@ import threading
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vaultmem.errors import IndexError_
+from vaultmem.index.heap import release_free_memory
+from vaultmem.index.protocol import Embedder
 
 __all__ = [
     "Embedder", "EmbedderUnavailable", "FakeEmbedder", "OnnxEmbedder", "default_model_dir",
@@ -40,25 +42,6 @@ _TOKENIZER_RESOURCE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "toke
 
 class EmbedderUnavailable(IndexError_):
     """The embedding model or its tokenizer cannot be loaded or run."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    @property
-    def model_id(self) -> str:
-        """Identifies the model; a different id means stored vectors are stale."""
-        ...
-
-    @property
-    def dim(self) -> int:
-        """Length of every vector."""
-        ...
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Return an array of shape ``(len(texts), dim)``, each row of unit length."""
-        ...
 
 
 def _l2_normalise(matrix: npt.NDArray[np.float32]) -> Vectors:
@@ -186,10 +169,15 @@ class OnnxEmbedder:
                 # Idle worker threads sleep instead of spinning: spinning buys no throughput here
                 # (measured) and starves the search's other threads (BM25, NumPy) on a small machine.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                # No arena: it keeps the peak of the largest batch ever embedded for the life of
+                # the process (1.2 GB more after one batch of 64 texts of 256 tokens), and a query
+                # is as fast without it (docs/benchmarks.md, "Memory and start at scale").
+                options.enable_cpu_mem_arena = False
                 session = ort.InferenceSession(
                     str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
                 )
                 tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+                release_free_memory()  # what optimising the graph allocated and freed (~50 MB)
             except Exception as exc:  # onnxruntime/tokenizers raise their own untyped errors
                 raise EmbedderUnavailable(
                     f"cannot load the embedding model {self._model_path}: {exc}; "

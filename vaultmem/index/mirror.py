@@ -13,6 +13,7 @@ matrix-vector product over ``vectors[:n]``. Vectors are unit length, so a cosine
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -22,6 +23,7 @@ import numpy.typing as npt
 from vaultmem.errors import InvalidInput
 from vaultmem.index.chunk_matrix import ChunkMatrix, Spans
 from vaultmem.index.records import NoteRecord, SearchFilters
+from vaultmem.vault.multimap import Multimap
 
 __all__ = ["NoteMirror"]
 
@@ -46,6 +48,21 @@ class _Codes:
         return self._codes.get(value, _UNKNOWN)
 
 
+def _shared(record: NoteRecord) -> NoteRecord:
+    """The same record with its repeated short strings (status, kind, project) interned, shared
+    with every other row and the catalog's entries; an ``updated`` equal to ``created`` shares it."""
+    status, kind = sys.intern(record.status), sys.intern(record.kind)
+    project = None if record.project is None else sys.intern(record.project)
+    updated = record.created if record.updated == record.created else record.updated
+    same = (status, kind, project, updated)
+    if all(
+        a is b
+        for a, b in zip(same, (record.status, record.kind, record.project, record.updated), strict=True)
+    ):
+        return record
+    return record.but(kind=kind, status=status, project=project, updated=updated)
+
+
 class NoteMirror:
     """Every indexed note's record and vector, with vectorised filters and nearest-neighbour scans.
 
@@ -58,7 +75,6 @@ class NoteMirror:
         self._status_codes = _Codes()
         self._project_codes = _Codes()
         self._kind_codes = _Codes()
-        self._strings: dict[str, str] = {}  # one shared str per repeated value (memory)
         self._reset(dim, capacity)
 
     def _reset(self, dim: int, capacity: int) -> None:
@@ -67,7 +83,7 @@ class NoteMirror:
         self._ids: list[str] = []
         self._records: list[NoteRecord] = []
         self._row: dict[str, int] = {}
-        self._by_path: dict[str, set[str]] = {}
+        self._by_path = Multimap()
         capacity = max(capacity, 16)
         self._vectors: Vector = np.zeros((capacity, dim), dtype=np.float32)
         self._status = np.zeros(capacity, dtype=np.int32)
@@ -90,7 +106,7 @@ class NoteMirror:
         with self._lock:
             self._reserve(self._n + len(records))
             for i, (record, vector) in enumerate(zip(records, vectors, strict=True)):
-                record = self._shared(record)
+                record = _shared(record)
                 row = self._row.get(record.id)
                 if row is None:
                     row = self._n
@@ -101,7 +117,7 @@ class NoteMirror:
                 else:
                     self._unlink_path(self._records[row])
                     self._records[row] = record
-                self._by_path.setdefault(record.path, set()).add(record.id)
+                self._by_path.add(record.path, record.id)
                 self._vectors[row] = vector
                 self._status[row] = self._status_codes.code(record.status)
                 self._project[row] = (
@@ -142,17 +158,60 @@ class NoteMirror:
         chunks: Sequence[tuple[Spans, Vector]] | None = None,
     ) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
-        old set or the new one, never half of each. The vector width may change."""
+        old set or the new one, never half of each. The vector width may change.
+
+        A C-ordered, writeable float32 ``vectors`` with one row per record becomes the mirror's own
+        matrix (no copy: at 100k notes a copy is 150 MB more while the index opens); the caller
+        gives it up. Built column by column, outside the lock, and swapped in under it. The records
+        are kept as given: the table's reader (``_schema.records_from_table``) already shares their
+        repeated strings, which :meth:`put` does for a write."""
+        if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
+            raise ValueError("replace needs one vector (and one chunk list) per record")
+        dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
+        adoptable = vectors.ndim == 2 and vectors.dtype == np.float32 and vectors.flags.c_contiguous
+        if not (adoptable and vectors.flags.writeable and len(vectors)):
+            matrix = np.zeros((max(len(records), 16), dim), dtype=np.float32)
+            matrix[: len(records)] = vectors
+            vectors = matrix
+        shared = list(records)
+        ids = [r.id for r in shared]
+        row = {note_id: i for i, note_id in enumerate(ids)}
+        if len(row) != len(ids):
+            raise ValueError("replace needs one record per id")
+        by_path = Multimap()
+        for r in shared:
+            by_path.add(r.path, r.id)
+        status_codes, project_codes, kind_codes = _Codes(), _Codes(), _Codes()
+
+        def column(values: Iterable[int]) -> npt.NDArray[np.int32]:
+            out = np.zeros(len(vectors), dtype=np.int32)
+            out[: len(shared)] = np.fromiter(values, dtype=np.int32, count=len(shared))
+            return out
+
+        status = column(status_codes.code(r.status) for r in shared)
+        project = column(_NO_PROJECT if r.project is None else project_codes.code(r.project) for r in shared)
+        kind = column(kind_codes.code(r.kind) for r in shared)
+        chunk_matrix = ChunkMatrix(dim)
+        for i, (r, (spans, chunk_vectors)) in enumerate(zip(shared, chunks or (), strict=False)):
+            chunk_matrix.set(r.id, i, spans, chunk_vectors)
         with self._lock:
-            self._reset(vectors.shape[1] if vectors.ndim == 2 else self.dim, len(records))
-            self.put(records, vectors, chunks)
+            self.dim, self._n = dim, len(shared)
+            self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
+            self._vectors, self._status, self._project, self._kind = vectors, status, project, kind
+            self._status_codes, self._project_codes, self._kind_codes = (
+                status_codes,
+                project_codes,
+                kind_codes,
+            )
+            self._chunks = chunk_matrix
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
         if rows <= capacity:
             return
-        while capacity < rows:
-            capacity *= 2
+        # Grown by an eighth (at least 256 rows), not doubled: the matrix is most of the mirror
+        # (150 MB at 100k notes), and the first write after a start would double it.
+        capacity = max(rows, capacity + capacity // 8 + 256)
         vectors = np.zeros((capacity, self.dim), dtype=np.float32)
         vectors[: self._n] = self._vectors[: self._n]
         self._vectors = vectors
@@ -163,40 +222,17 @@ class NoteMirror:
             setattr(self, name, grown)
 
     def _unlink_path(self, record: NoteRecord) -> None:
-        ids = self._by_path.get(record.path)
-        if ids is not None:
-            ids.discard(record.id)
-            if not ids:
-                del self._by_path[record.path]
-
-    def _shared(self, record: NoteRecord) -> NoteRecord:
-        """The same record with its repeated short strings shared with earlier rows."""
-        strings = self._strings
-        status = strings.setdefault(record.status, record.status)
-        kind = strings.setdefault(record.kind, record.kind)
-        project = None if record.project is None else strings.setdefault(record.project, record.project)
-        if status is record.status and kind is record.kind and project is record.project:
-            return record
-        return NoteRecord(
-            id=record.id,
-            path=record.path,
-            slug=record.slug,
-            title=record.title,
-            kind=kind,
-            status=status,
-            project=project,
-            tags=record.tags,
-            text=record.text,
-            content_hash=record.content_hash,
-            created=record.created,
-            updated=record.updated,
-            session=record.session,
-        )
+        self._by_path.discard(record.path, record.id)
 
     # ----------------------------------------------------------------- lookups
 
     def __len__(self) -> int:
         return self._n
+
+    @property
+    def capacity(self) -> int:
+        """Rows the vector matrix has room for (the matrix is most of the mirror's memory)."""
+        return len(self._vectors)
 
     def __contains__(self, note_id: object) -> bool:
         return note_id in self._row
@@ -262,7 +298,7 @@ class NoteMirror:
     def ids_for_paths(self, paths: Iterable[str]) -> list[str]:
         """Ids of the notes stored under any of ``paths``."""
         with self._lock:
-            return sorted({i for p in paths for i in self._by_path.get(p, ())})
+            return sorted({i for p in paths for i in self._by_path.get(p)})
 
     def path_hashes(self, paths: Iterable[str] | None = None) -> dict[str, str]:
         """``{path: content_hash}`` of every note, or of those under ``paths``."""
@@ -272,7 +308,7 @@ class NoteMirror:
             return {
                 self._records[self._row[i]].path: self._records[self._row[i]].content_hash
                 for p in paths
-                for i in self._by_path.get(p, ())
+                for i in self._by_path.get(p)
             }
 
     # ----------------------------------------------------------------- filters and scans

@@ -41,6 +41,7 @@ from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
 from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
+from vaultmem.index.heap import release_free_memory
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
@@ -185,12 +186,9 @@ class NoteIndex:
         Two rows with one id (two processes that both added the note) are collapsed here and
         rewritten as one row by the returned repair.
         """
-        with_vectors = not self.needs_rebuild()
         with _lance_errors("load the notes into memory"):  # before the model is needed
-            present = set(run_async(self._notes.schema()).names)  # an older layout lacks some
-            wanted = [*_schema.RECORD_COLUMNS, "vector", *(_schema.CHUNK_COLUMNS if with_vectors else ())]
-            table = run_async(self._notes.query().select([c for c in wanted if c in present]).to_arrow())
-        records, vectors, chunks = _schema.notes_from_table(table, self._dim, with_vectors, self._meta.path)
+            fresh, meta = not self.needs_rebuild(), self._meta.path
+            records, vectors, chunks = run_async(_schema.read_notes(self._notes, self._dim, fresh, meta))
         seen: dict[str, int] = {}
         for row, record in enumerate(records):
             seen[record.id] = row  # the last row of an id wins
@@ -206,6 +204,7 @@ class NoteIndex:
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
         self.mirror.replace(records, vectors, chunks)
         self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
+        release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
 
     def _follow(self) -> None:

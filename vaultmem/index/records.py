@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from vaultmem.errors import InvalidInput
 
@@ -28,9 +29,11 @@ __all__ = [
 DEFAULT_STATUSES: frozenset[str] = frozenset({"active", "unfiled"})
 
 
-@dataclass(frozen=True)
-class NoteRecord:
-    """One note as the index stores it. ``path`` is vault-relative POSIX; dates are ISO strings."""
+class NoteRecord(NamedTuple):
+    """One note as the index stores it. ``path`` is vault-relative POSIX; dates are ISO strings.
+
+    A named tuple: the index builds one per note from its table at every start, ~10x faster than
+    a frozen dataclass (docs/benchmarks.md, "Memory and start at scale")."""
 
     id: str
     path: str
@@ -47,6 +50,10 @@ class NoteRecord:
     #: The writing session (``source.session``: the MCP session that wrote the note), None for
     #: notes written by hand or at the CLI; the context step links a session's notes in order.
     session: str | None = None
+
+    def but(self, **changes: Any) -> NoteRecord:
+        """This record with ``changes`` (field name -> value) made."""
+        return self._replace(**changes)
 
 
 @dataclass(frozen=True)

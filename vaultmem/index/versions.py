@@ -24,7 +24,7 @@ import math
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ from vaultmem.index.records import (
     text_hash,
 )
 from vaultmem.index.timeline import parse_timestamp
-from vaultmem.vault.catalog import Entry, entry_from_row, entry_row
+from vaultmem.vault.catalog import Entry, entry_from_row
 
 __all__ = ["OPEN", "PastView", "Version", "VersionStore"]
 
@@ -59,7 +59,7 @@ OPEN = 2**31 - 1
 Vector = npt.NDArray[np.float32]
 Rows = npt.NDArray[np.intp]
 #: NoteRecord's fields in order: a snapshot stores each record as a row of these values.
-RECORD_FIELDS = tuple(f.name for f in fields(NoteRecord))
+RECORD_FIELDS = tuple(NoteRecord.__annotations__)
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ class VersionStore:
         def rows() -> Iterator[list[Any]]:
             for v, start, end, doc in zip(versions, *columns, strict=True):
                 record = [getattr(v.record, f) for f in RECORD_FIELDS]
-                yield [int(start), int(end), int(doc), record, entry_row(v.entry)]
+                yield [int(start), int(end), int(doc), record, list(v.entry)]
 
         return lengths, postings, rows()
 

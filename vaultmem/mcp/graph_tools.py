@@ -16,6 +16,7 @@ from vaultmem.errors import InvalidInput, VaultmemError
 from vaultmem.limits import DEFAULT_VERSIONS as HISTORY_DEFAULT
 from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
 from vaultmem.limits import MAX_VERSIONS as HISTORY_MAX
+from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
 from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
@@ -39,7 +40,7 @@ AS_OF_DESCRIPTION = (
 def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
     """Add ``memory_recall`` and ``memory_store`` to ``server``."""
 
-    @server.tool(name="memory_recall")
+    @server.tool(name="memory_recall", annotations=TOOL_ANNOTATIONS["memory_recall"])
     def memory_recall(
         action: Annotated[
             Literal["search", "get", "context", "chain", "clusters", "list", "history"],
@@ -210,7 +211,7 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
         except VaultmemError as exc:
             return failure(exc)
 
-    @server.tool(name="memory_store")
+    @server.tool(name="memory_store", annotations=TOOL_ANNOTATIONS["memory_store"])
     def memory_store(
         action: Annotated[
             Literal[

@@ -19,6 +19,7 @@ from vaultmem.limits import (
     MAX_RETENTION_LIMIT,
     MAX_SOURCES,
 )
+from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
 from vaultmem.mcp.params import DeleteToken, Output, PreviewToken, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
@@ -32,7 +33,7 @@ CRYSTALLIZE_RETIRED: dict[str, str | None] = {"dry_run": "confirm"}
 def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
     """Add ``edge_review``, ``retention_review`` and ``memory_crystallize`` to ``server``."""
 
-    @server.tool(name="edge_review")
+    @server.tool(name="edge_review", annotations=TOOL_ANNOTATIONS["edge_review"])
     def edge_review(
         action: Annotated[
             Literal["enqueue", "list", "apply", "apply_batch", "rollback", "reject"],
@@ -107,7 +108,7 @@ def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
         except VaultmemError as exc:
             return failure(exc)
 
-    @server.tool(name="retention_review")
+    @server.tool(name="retention_review", annotations=TOOL_ANNOTATIONS["retention_review"])
     def retention_review(
         action: Annotated[
             Literal["list", "protect", "delete", "compact"],
@@ -171,7 +172,7 @@ def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
         except VaultmemError as exc:
             return failure(exc)
 
-    @server.tool(name="memory_crystallize")
+    @server.tool(name="memory_crystallize", annotations=TOOL_ANNOTATIONS["memory_crystallize"])
     def memory_crystallize(
         action: Annotated[
             Literal["graph", "cluster", "auto_cluster"],

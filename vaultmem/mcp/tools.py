@@ -23,6 +23,7 @@ from pydantic import Field
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 from vaultmem.limits import MAX_LIMIT
+from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.graph_tools import AS_OF_DESCRIPTION, GRAPH_TOOL_NAMES, register_graph_tools
 from vaultmem.mcp.review_tools import REVIEW_TOOL_NAMES, register_review_tools
 from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
@@ -70,7 +71,7 @@ def build_mcp_server(memory: Memory) -> MCPServer[Any]:
     except VaultmemError:  # an invalid contract refuses writes with its own message later
         kinds = "see the vault's filing.yaml"
 
-    @server.tool(name="memory_search")
+    @server.tool(name="memory_search", annotations=TOOL_ANNOTATIONS["memory_search"])
     def memory_search(
         query: Annotated[
             str,
@@ -133,7 +134,7 @@ def build_mcp_server(memory: Memory) -> MCPServer[Any]:
         )
         return _call(lambda: memory.search(request))
 
-    @server.tool(name="memory_append")
+    @server.tool(name="memory_append", annotations=TOOL_ANNOTATIONS["memory_append"])
     def memory_append(
         content: Annotated[
             str, Field(description="The whole memory, in Markdown (there is no separate body parameter).")
@@ -178,7 +179,7 @@ def build_mcp_server(memory: Memory) -> MCPServer[Any]:
             )
         )
 
-    @server.tool(name="memory_capture")
+    @server.tool(name="memory_capture", annotations=TOOL_ANNOTATIONS["memory_capture"])
     def memory_capture(
         content: Annotated[str, Field(description="The captured text (Markdown).")],
         kind: Annotated[
@@ -257,7 +258,7 @@ def build_mcp_server(memory: Memory) -> MCPServer[Any]:
             log.exception("memory_capture failed")
             return CaptureResult(success=False, error=f"capture failed: {type(exc).__name__}: {exc}")
 
-    @server.tool(name="memory_forget")
+    @server.tool(name="memory_forget", annotations=TOOL_ANNOTATIONS["memory_forget"])
     def memory_forget(
         id: Annotated[str, Field(description="The memory's id, from memory_search or memory_append.")],
         reason: Annotated[

@@ -15,9 +15,9 @@ refused with ``as_of`` rather than answered as if the past had none.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from vaultmem.errors import InvalidInput, NotFound
-from vaultmem.index.versions import PastView
 from vaultmem.notes.ids import canonical_id, is_full_id
 from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.operations.context import Context
@@ -25,6 +25,9 @@ from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.results import Json, Thought
 from vaultmem.sync.graph import EdgeGraph
 from vaultmem.vault.catalog import Entry
+
+if TYPE_CHECKING:
+    from vaultmem.index.versions import PastView  # NumPy: not loaded by commands that need no index
 
 __all__ = ["PastLookup", "refuse_edges"]
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from vaultmem.notes.slugs import meaningful_words
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Rows compared at once: a block is BLOCK_ROWS x n float32 scores.
 BLOCK_ROWS = 1024
@@ -73,6 +75,8 @@ def close_pairs(
     vectors: npt.NDArray[np.float32], max_distance: float, block_rows: int = BLOCK_ROWS
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
     """Every pair ``i < j`` whose cosine distance is strictly below ``max_distance``: (i, j, distance)."""
+    import numpy as np  # here, not at import: the CLI's writes load the facade without NumPy
+
     n = len(vectors)
     threshold = np.float32(1.0 - max_distance)
     firsts: list[npt.NDArray[np.intp]] = []
@@ -101,6 +105,8 @@ def group_vectors(
     block_rows: int = BLOCK_ROWS,
 ) -> list[Group]:
     """The Union-Find groups of ``vectors`` (unit rows), largest first, at least ``min_size`` each."""
+    import numpy as np
+
     n = len(vectors)
     if n < 2 or max_distance <= 0:
         return []

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.index.fusion import calibrate_relevance
 from vaultmem.index.records import SearchFilters
@@ -262,6 +260,8 @@ class Placement:
         record = index.get(subject_id) if subject_id is not None else None
         entry = subject.entry
         if vector is None or record is None or entry is None or record.content_hash != entry.content_hash:
+            import numpy as np  # only to embed a draft: the facade loads without NumPy
+
             vector = np.asarray(index.embedder.embed([subject.content])[0], dtype=np.float32)
         return mirror.similarities(pool, vector, SearchFilters(statuses=None))
 

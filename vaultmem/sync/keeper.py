@@ -16,6 +16,7 @@ from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
 from vaultmem.index import location
 from vaultmem.index.embedder import Embedder
+from vaultmem.index.heap import release_free_memory
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.opening import calibration_for
 from vaultmem.sync.graph import EdgeGraph
@@ -99,6 +100,7 @@ class IndexKeeper:
             self.index.maintain_if_behind(any_lag=first)
         except IndexError_ as exc:
             log.warning("%s", exc)
+        release_free_memory()  # what the scan, the reads and a start's index load freed (~40 MB at 100k)
         return report
 
     def reconcile_paths(self, paths: list[str]) -> ReconcileReport:

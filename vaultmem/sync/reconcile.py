@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from vaultmem.errors import MalformedNote, VaultmemError
-from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord
 from vaultmem.notes.links import text_refs
 from vaultmem.notes.model import Note
@@ -20,6 +20,9 @@ from vaultmem.sync.graph import EdgeGraph, index_id
 from vaultmem.vault.catalog import Catalog, read_note
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy
 from vaultmem.vault.reading import shown
+
+if TYPE_CHECKING:
+    from vaultmem.index.note_index import NoteIndex
 
 log = logging.getLogger(__name__)
 #: ``(notes indexed, notes to index, chunks embedded)``: a chunk is a text the model embedded (a

@@ -25,7 +25,6 @@ merge brought it; a commit this branch does not contain is refused.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import datetime as dt
 import json
 import logging
@@ -293,8 +292,8 @@ class PastIndex:
         if note.id:
             holder = self._owner.setdefault(record.id, path)
             if holder != path:  # a copy carrying another file's id: indexed under its path's id
-                record = dataclasses.replace(record, id=derived_id(path))
-        entry = dataclasses.replace(Entry.from_note(note, 0, len(raw)), id=record.id)
+                record = record.but(id=derived_id(path))
+        entry = Entry.from_note(note, 0, len(raw)).but(id=record.id)
         return Version(record, entry)
 
     def _vectors(self) -> None:

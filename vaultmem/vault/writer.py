@@ -114,21 +114,25 @@ class VaultWriter:
             sweep_temp_files(layout.root, IGNORED_DIRS)
             repo.sweep_pathspec_files()
             recover_at_start(repo)  # a sync round a kill interrupted: before the start-up commit
-            self._commit_found_at_start()
+            # `git status` (a subprocess: it stats every file too) runs while the catalog scans.
+            with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-git-status") as pool:
+                pending = pool.submit(repo.pending_changes)
+                catalog.scan()
+                self._commit_found_at_start(pending.result())
             # Files not changed since now are committed: only later changes can be a person's.
             self._clean_before = time.time() - 2.0
-            catalog.scan()
             self._generation = self._read_generation()
         if background_commits:
             self.commits.start()
 
-    def _commit_found_at_start(self) -> None:
-        """Commit what was written but not committed (a crash) or edited while vaultmem was stopped.
+    def _commit_found_at_start(self, pending: list[str]) -> None:
+        """Commit what was written but not committed (a crash) or edited while vaultmem was stopped
+        (``pending``: what ``git status`` lists).
 
         A git lock that a running process holds does not stop the start: the commit waits in the
         queue and lands once git is free (a stale lock is removed by the attempt itself).
         """
-        paths = [p for p in self.repo.pending_changes() if not is_never_committed(p)]
+        paths = [p for p in pending if not is_never_committed(p)]
         if not paths:
             return
         message = (

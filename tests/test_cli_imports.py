@@ -1,0 +1,78 @@
+"""The commands that need no search index start without it (issue 16, item 3).
+
+Each command runs as the installed ``vaultmem`` script with ``PYTHONPROFILEIMPORTTIME`` set, so the
+interpreter lists on standard error every module the process imported; LanceDB (with pyarrow and
+pandas), onnxruntime, tokenizers and NumPy cost ~0.8 s and ~150 MB before any work, and a command
+that writes one note or prints a token needs none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+#: What only the index needs: the vector store and its columns, the model and its tokenizer.
+INDEX_ONLY = ("lancedb", "lance", "pyarrow", "pandas", "onnxruntime", "tokenizers", "numpy")
+
+
+def imported_by(
+    vault: Path, *args: str, stdin: str = ""
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``vaultmem --vault VAULT ARGS`` and return it with every module name it imported."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run(
+        [VAULTMEM, "--vault", str(vault), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    modules = {
+        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
+    modules.discard("package")  # the header line: "import time: self [us] | cumulative | imported package"
+    return done, modules
+
+
+def index_modules(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in INDEX_ONLY)
+
+
+def test_help_loads_neither_the_facade_nor_any_index_module(tmp_path: Path) -> None:
+    done, modules = imported_by(tmp_path / "none", "--help")
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "append" in done.stdout
+    assert "vaultmem.cli" in modules  # the listing works: it sees the script's own import
+    assert "vaultmem.memory" not in modules
+    assert index_modules(modules) == []
+
+
+def test_init_append_capture_log_forget_and_token_import_no_index_module(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    runs: dict[str, tuple[subprocess.CompletedProcess[str], set[str]]] = {}
+    runs["init"] = imported_by(vault, "init")
+    runs["append"] = imported_by(vault, "append", "--kind", "fix", "--json", "Restart after a port change.")
+    note_id = json.loads(runs["append"][0].stdout)["id"]
+    runs["append -"] = imported_by(vault, "append", "--kind", "reference", "-", stdin="from standard input")
+    runs["capture"] = imported_by(vault, "capture", "a thought worth keeping")
+    runs["log"] = imported_by(vault, "log", note_id)
+    runs["forget"] = imported_by(vault, "forget", note_id, "--reason", "wrong")
+    runs["token"] = imported_by(vault, "token")
+    failed = {name: done.stderr[-500:] for name, (done, _) in runs.items() if done.returncode != 0}
+    assert not failed
+    assert all("vaultmem.memory" in modules for name, (_, modules) in runs.items() if name != "token")
+    loaded = {name: index_modules(modules) for name, (_, modules) in runs.items()}
+    assert loaded == {name: [] for name in runs}
+
+
+def test_a_command_that_searches_does_load_the_index(vault: Path) -> None:
+    """The other half, so the listing above cannot pass by seeing nothing: ``doctor`` compares the
+    vault with the index, and so opens LanceDB."""
+    done, modules = imported_by(vault, "doctor")
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "lancedb" in index_modules(modules)
