@@ -171,11 +171,6 @@ def configure(repo: GitRepo, home: str = "", python: str | None = None) -> bool:
     return True
 
 
-def is_configured(repo: GitRepo) -> bool:
-    """True when ``repo`` defines the driver (what a plain ``git clone`` of a vault lacks)."""
-    return bool(repo.git("config", "--local", "--get", f"merge.{DRIVER}.driver", check=False).strip())
-
-
 # -- the driver -------------------------------------------------------------------------------------
 def _records_here() -> Path:
     out = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, check=True)
