@@ -86,10 +86,7 @@ def build_mcp_server(memory: Memory) -> MCPServer[Any]:
             str | None,
             Field(description="Reserved for a later version; ignored. The result's cursor is always null."),
         ] = None,
-        as_of: Annotated[
-            str | None,
-            Field(description=AS_OF_DESCRIPTION),
-        ] = None,
+        as_of: Annotated[str | None, Field(description=AS_OF_DESCRIPTION)] = None,
     ) -> SearchResult:
         """Search the memory vault by meaning and keywords (hybrid vector + BM25 ranking).
 

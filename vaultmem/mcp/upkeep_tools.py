@@ -197,10 +197,7 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
                 "and thoughts in no project). timeline: scopes the list (without it: every project)."
             ),
         ] = None,
-        status: Annotated[
-            StatusFilter | None,
-            _d("timeline: only this status (default all)."),
-        ] = None,
+        status: Annotated[StatusFilter | None, _d("timeline: only this status (default all).")] = None,
         limit: Annotated[
             int | None, _d(f"timeline: page size 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT}).")
         ] = None,
