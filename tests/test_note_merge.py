@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.notes import frontmatter as fm
-from vaultmem.notes.links import EDGE_TYPES
-from vaultmem.notes.merge import EDGE_LIST_KEYS, conflict_file, merge_note, merge_text
+from vaultmem.notes.merge import conflict_file, merge_note, merge_text
 from vaultmem.notes.model import iso, new_note_text, note_from_text
 from vaultmem.vault.layout import is_conflict_copy
 
@@ -201,10 +200,6 @@ def test_a_malformed_note_is_merged_as_lines_and_its_lost_side_kept_raw() -> Non
     assert result.mode == "text" and not has_markers(result.merged) and result.lost is not None
     copy = conflict_file("a/x.md", result)
     assert copy is not None and copy[1] == result.lost.data and {result.merged, copy[1]} == {ours, theirs}
-
-
-def test_the_link_properties_are_the_graphs_edge_types() -> None:
-    assert EDGE_LIST_KEYS == EDGE_TYPES
 
 
 # -- properties -----------------------------------------------------------------------------------

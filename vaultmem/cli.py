@@ -62,11 +62,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     home = Settings.resolve(root).home
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
-    from vaultmem.server.token import ensure_token, token_path
-
-    path = token_path(root)
-    _, new = ensure_token(path)
-    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    _ensure_token(root)
     return 0
 
 
@@ -75,13 +71,17 @@ def cmd_clone(args: argparse.Namespace) -> int:
 
     repo = clone_vault(args.url, Path(args.path), git_dir=Path(args.git_dir) if args.git_dir else None)
     print(f"cloned {args.url} into {repo.work_tree} (notes merge field by field when machines sync)")
-    from vaultmem.server.token import ensure_token, token_path
-
-    path = token_path(repo.work_tree)
-    _, new = ensure_token(path)
-    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    _ensure_token(repo.work_tree)
     print(f"serve it with `vaultmem serve --vault {repo.work_tree}`: it syncs with {args.url} on its own")
     return 0
+
+
+def _ensure_token(vault: Path) -> None:
+    from vaultmem.server.token import ensure_token, token_path
+
+    path = token_path(vault)
+    _, new = ensure_token(path)
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
@@ -89,10 +89,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     # this vault waits for it (and one round at a time runs on the repository).
     with _open(args) as memory:
         report = memory.sync()
-    if args.json:
-        print(json.dumps(report.as_dict(), ensure_ascii=False))
-    else:
-        print(_sync_summary(report))
+    _print(args, report.as_dict(), _sync_summary(report))
     if not report.ok:
         for error in report.errors:
             print(f"error: {error}", file=sys.stderr)

@@ -175,9 +175,7 @@ def _redacted(text: fm.NoteText, hits: list[_Found]) -> fm.NoteText:
         current = changes.get(value.key, text.meta[value.key])
         changes[value.key] = _put(current, value.path, redact(value.text, hit.findings), value.key == "tags")
     if changes:
-        changes = {
-            k: [t for t in v if t is not _DROPPED] if isinstance(v, list) else v for k, v in changes.items()
-        }
+        changes = {k: _without_dropped(v) for k, v in changes.items()}
         text = fm.set_fields(text, changes)
     return text
 

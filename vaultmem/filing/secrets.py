@@ -6,28 +6,11 @@ refuses it (the filing contract's default, ``secrets: {mode: refuse}``) or retur
 secret replaced by a marker such as ``[REDACTED:aws-access-key]`` (``mode: redact``). It only reads:
 content is data, never instructions, and nothing it reads is run or fetched.
 
-What it finds (vaultmem.filing._secret_rules), in order of precedence when two findings overlap:
-
-1. **Private key blocks** (PEM, OpenSSH, PGP, PuTTY): from the ``BEGIN ... PRIVATE KEY`` header to its
-   ``END`` line, whitespace and line breaks inside the header tolerated, so the whole block is one
-   finding and a redaction leaves none of its lines behind.
-2. **Provider formats**, with the regex detectors of Yelp's ``detect-secrets`` (AWS, GitHub, GitLab,
-   Slack, Stripe, JWT, OpenAI, SendGrid, Twilio, npm, PyPI, Discord, Telegram, Azure, a password in
-   a URL, ...) plus the formats its 1.5 release misses (fine-grained GitHub tokens, current OpenAI
-   and Anthropic keys, Google API keys, Stripe test keys, unquoted AWS secret keys).
-3. **Assignments to secret-named keys** (``DB_PASSWORD=...``, ``api_key: "..."``), detect-secrets'
-   keyword detector, with placeholders (``<...>``, ``${...}``, ``****``) and words of prose left alone.
-4. **High-entropy strings**, measured with detect-secrets' Shannon entropy against a threshold that
-   grows with the string's length (its fixed 4.5 bits, tuned for quoted strings in code, passes 38% of
-   random 32-character keys): after a secret word (``token``, ``password``, ``api key``, ``bearer``...)
-   from 16 characters; on their own from 32 characters mixing upper case, lower case and digits.
-   Identifiers are not secrets: hex strings (git SHAs, content hashes) and UUIDs count only after a
-   secret word; a string after an id word (``id``, ``sha``, ``hash``, ``commit``...), inside a URL,
-   a file name, a wikilink, a data URI, a public key or certificate, an IPFS or integrity hash, a
-   compound of words (``CXCL10/interferon-gamma``), or in a source id is left alone.
-
-Nothing here echoes a secret: a :class:`Finding` holds where and what kind, never the text, and the
-refusal message names kinds, fields and lines only.
+What it finds (vaultmem.filing._secret_rules), by precedence when two findings overlap: private key
+blocks, provider formats (detect-secrets' regex detectors and the formats its 1.5 release misses),
+assignments to secret-named keys, high-entropy strings (identifiers left alone); the rules and why:
+docs/architecture.md, "The secret guard". Nothing here echoes a secret: a :class:`Finding` holds
+where and what kind, never the text, and the refusal message names kinds, fields and lines only.
 
 API for the write path: :func:`guard_write` (an :class:`AgentWrite` and the contract's mode, returns a
 :class:`GuardResult` or raises :class:`SecretFound`); for health and doctor: :func:`scan_note_file`.

@@ -1,16 +1,11 @@
 """Import LanceDB without paying for the REST client it never uses here.
 
-``import lancedb`` imports ``lance_namespace``, which imports its generated REST client package
-``lance_namespace_urllib3_client``. That package's ``__init__`` imports every API class, and each
-API method is wrapped in pydantic's ``validate_call``, which builds a validator at import time:
-about 0.45 s of a 2-core machine's cold start, for a client that only talks to a remote namespace
-server. vaultmem opens a local database, so nothing in that ``__init__`` is needed.
-
-:func:`defer_rest_client` registers the package with its ``__init__`` not yet run: its submodules
-(the models ``lance_namespace`` imports by name) load normally, and the first lookup of any name
-the ``__init__`` defines runs it then (PEP 562 module ``__getattr__``), so code that does need the
-client still gets it. If anything about the package is not as expected, nothing is changed and
-LanceDB imports as usual.
+``import lancedb`` imports the generated REST client package ``lance_namespace_urllib3_client``,
+whose ``__init__`` builds a pydantic validator for every API method at import time (about 0.45 s of
+a cold start) for a client that only talks to a remote namespace server. :func:`defer_rest_client`
+registers the package with its ``__init__`` not yet run: its submodules load normally, and the
+first lookup of a name the ``__init__`` defines runs it (PEP 562 module ``__getattr__``). If the
+package is not as expected, nothing is changed and LanceDB imports as usual.
 """
 
 from __future__ import annotations

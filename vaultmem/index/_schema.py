@@ -156,9 +156,8 @@ async def read_notes(
     one ``(rows, dim)`` matrix and their chunks (zero vectors and no chunks when ``with_vectors``
     is false: they are stale, the table was built by another model or layout).
 
-    Read batch by batch into a matrix allocated once: the whole table as one Arrow table, then its
-    Python objects, then a copy of its vectors held ~2.5x the memory the rows end up taking (about
-    200 MB at 100k notes that the allocators then kept, docs/benchmarks.md).
+    Read batch by batch into a matrix allocated once, not as one Arrow table and a copy of its
+    vectors, whose peak the allocators kept (docs/architecture.md, "Memory").
     """
     present = set((await table.schema()).names)  # an older layout lacks some columns
     with_chunks = with_vectors and set(CHUNK_COLUMNS) <= present

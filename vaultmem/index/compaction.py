@@ -1,27 +1,16 @@
 """Maintenance of one LanceDB table: fold new rows into its indices, merge small fragments,
 prune old versions.
 
-LanceDB's own ``Table.optimize()`` compacts with Lance's default target of a million rows per
-fragment, so every fragment of a vault-sized table is "small" and each run rewrote the whole
-notes table and every index (the figures: docs/reliability.md, the soak). Here:
-
-- the compaction target grows with the table (a sixteenth of its rows, at least
-  :data:`MIN_FRAGMENT_ROWS`), so full fragments are left alone and only the recent tail is merged;
-- new rows are folded into the indices only once enough of them lag (:func:`should_fold`):
-  folding rewrites every index, in proportion to the table, while merging the new rows'
-  fragments among themselves (Lance never mixes fragments an index covers with ones it does
-  not) rewrites only them.
-
-Lance's planner (``compact_files``) takes fragments below the target and merges runs of
-neighbours; a fragment with more than a tenth of its rows deleted is rewritten on its own. As
-the table grows the target grows, and yesterday's full fragments become small again and are
-merged once more: each row is rewritten a logarithmic number of times over the table's life.
-Lance merges neighbours only, so a remainder can stay alone between two full fragments; with at
-most 16 full fragments that is at most 16 more: a table stays within ~33 fragments plus the
-writes since the last run.
+LanceDB's ``Table.optimize()`` compacts towards a million rows per fragment, so each run rewrote
+the whole notes table and every index. Here the compaction target grows with the table (a
+sixteenth of its rows, at least :data:`MIN_FRAGMENT_ROWS`), so full fragments are left alone and
+only the recent tail is merged, and new rows are folded into the indices only once enough of them
+lag (:func:`should_fold`): folding rewrites every index, merging the new rows' fragments among
+themselves rewrites only them. A table so settles at ~16 full fragments plus its tail. The figures:
+docs/architecture.md ("The index in memory") and docs/reliability.md (the soak).
 
 This needs the ``lance`` package (pylance) at the same Lance version LanceDB embeds; it is
-imported on the first run, not at start (its cost in memory: docs/reliability.md).
+imported on the first run, not at start.
 """
 
 from __future__ import annotations

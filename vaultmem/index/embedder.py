@@ -170,8 +170,7 @@ class OnnxEmbedder:
                 # (measured) and starves the search's other threads (BM25, NumPy) on a small machine.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 # No arena: it keeps the peak of the largest batch ever embedded for the life of
-                # the process (1.2 GB more after one batch of 64 texts of 256 tokens), and a query
-                # is as fast without it (docs/benchmarks.md, "Memory and start at scale").
+                # the process, and a query is as fast without it (docs/architecture.md, "Memory").
                 options.enable_cpu_mem_arena = False
                 session = ort.InferenceSession(
                     str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -1,20 +1,12 @@
 """Handing freed memory back to the system: glibc's malloc tuned for a long-running daemon.
 
 glibc's malloc keeps what a process frees for its next allocations and gives back only the top of
-its heap. A daemon that read 100k notes, built the model's graph and answered searches kept ~70 MB
-that way (docs/benchmarks.md, "Memory and start at scale"):
-
-- :func:`return_big_blocks` (once, when a process opens the index) has blocks of 256 KiB and more
-  served by their own mappings, which go back to the system when freed, and the heap's top trimmed
-  above 1 MiB. glibc otherwise raises its mapping threshold to 32 MB as big blocks are freed, and
-  the Arrow batches, the model's activations and the search's score arrays then stay in the heap.
-  Settings the environment already gives (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``)
-  are left as they are.
-- :func:`release_free_memory` (``malloc_trim(0)``) returns every free page of every arena after the
-  one-off steps that free a lot: building the model (~50 MB of fp32 copies of its int8 weights),
-  reading the notes table, a reconcile. A few milliseconds.
-
-Other C libraries (musl, macOS) have neither call; there both do nothing.
+its heap. :func:`return_big_blocks` (once, when a process opens the index) has blocks of 256 KiB and
+more served by their own mappings and the heap's top trimmed above 1 MiB, unless the environment
+sets ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_``; :func:`release_free_memory`
+(``malloc_trim(0)``) returns every free page after the one-off steps that free a lot (building the
+model, reading the notes table, a reconcile). The figures: docs/architecture.md, "Memory". Other C
+libraries (musl, macOS) have neither call; there both do nothing.
 """
 
 from __future__ import annotations

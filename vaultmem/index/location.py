@@ -7,19 +7,11 @@ of processes that have it open (the daemon, a stdio server, a CLI search).
     <state>/index-<hex>       an index a full rebuild made (``vaultmem reindex --full``)
     <state>/index.current     the name of the current one; absent means ``index``
 
-A full rebuild builds a new folder beside the current one while everybody goes on using the old
-one, then points ``index.current`` at it (one atomic rename). Each process with the old folder open
-notices on its next read (two ``stat`` calls: the pointer, and the current folder itself, which also
-catches a folder deleted or recreated by hand) and switches: it opens the new folder and reconciles
-it with its own catalog, which also holds whatever it wrote while the rebuild ran. Nothing ever
-writes into a folder it did not open, so a process that has not switched yet cannot damage the new
-index; deleting a folder in place (the old ``reindex --full``) made every search of a running daemon
-fail with lance's "Not found" until it restarted.
-
-The old folder is deleted by the last process to let go of it: every process holds a shared
-``flock`` on ``<folder>/in-use.lock`` while it has the folder open, and whoever switches away or
-closes tries an exclusive one, deleting the folder when it gets it. Folders that nobody holds
-(left by a rebuild that was killed) are swept when an index is opened.
+A rebuild builds a new folder beside the current one and points ``index.current`` at it (one
+atomic rename); each process notices on its next read (:class:`Follower`, two ``stat`` calls) and
+switches. Nothing writes into a folder it did not open, and a folder is deleted by the last process
+to let go of it (a shared ``flock`` on ``<folder>/in-use.lock`` while open). Why and the figures:
+docs/architecture.md, "A full rebuild beside a running daemon".
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ the running model or layout is searched by BM25 alone until ``vaultmem reindex``
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vaultmem.errors import IndexError_
 from vaultmem.index.embedder import Embedder
+from vaultmem.vault.atomic import atomic_write
 
 __all__ = ["LAYOUT_VERSION", "IndexMeta"]
 
@@ -43,12 +43,7 @@ class IndexMeta:
     def write(self, embedder: Embedder) -> None:
         """Record ``embedder`` and today's layout, durably (write, fsync, rename)."""
         self.values = {"model_id": embedder.model_id, "dim": embedder.dim, "layout": LAYOUT_VERSION}
-        tmp = self.path.with_suffix(".json.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(self.values, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(self.path)
+        atomic_write(self.path, json.dumps(self.values).encode("utf-8"))
 
     def stale_for(self, embedder: Embedder) -> bool:
         """True when the stored vectors or derived columns were built by another model or layout.

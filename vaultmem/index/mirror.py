@@ -259,11 +259,6 @@ class NoteMirror:
         with self._lock:
             return self._chunks.of(note_id)
 
-    def chunk_rows(self) -> int:
-        """How many chunk vectors are held beside the notes' own."""
-        with self._lock:
-            return len(self._chunks)
-
     def best_spans(self, ids: Iterable[str], query: Vector) -> dict[str, tuple[int, int]]:
         """For each long note among ``ids``, the body span of its chunk most similar to ``query``
         when that is not its first window (what a snippet should show)."""

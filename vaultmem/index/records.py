@@ -31,9 +31,7 @@ DEFAULT_STATUSES: frozenset[str] = frozenset({"active", "unfiled"})
 
 class NoteRecord(NamedTuple):
     """One note as the index stores it. ``path`` is vault-relative POSIX; dates are ISO strings.
-
-    A named tuple: the index builds one per note from its table at every start, ~10x faster than
-    a frozen dataclass (docs/benchmarks.md, "Memory and start at scale")."""
+    A named tuple: a start builds one per note (docs/architecture.md, "Starting fast")."""
 
     id: str
     path: str

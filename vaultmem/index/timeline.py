@@ -20,7 +20,8 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterable
-from datetime import UTC, datetime
+
+from vaultmem.notes.model import parse_time
 
 __all__ = ["SequenceKey", "Timeline", "parse_timestamp"]
 
@@ -32,13 +33,8 @@ Entry = tuple[float, str]
 
 def parse_timestamp(value: str) -> float | None:
     """Seconds since the epoch for an ISO date or date-time (naive means UTC); None if unparsable."""
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    parsed = parse_time(value.strip())
+    return parsed.timestamp() if parsed else None
 
 
 class Timeline:

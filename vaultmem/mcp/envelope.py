@@ -40,10 +40,7 @@ _STATUS_CODES: tuple[tuple[type[VaultmemError], int], ...] = (
 
 # -- the wire ---------------------------------------------------------------------------------------
 def success(payload: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content={"result": payload}
-    )
+    return raw_text(json.dumps(payload, ensure_ascii=False), payload)
 
 
 def status_code(exc: BaseException) -> int | None:

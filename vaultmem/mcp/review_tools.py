@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
-from vaultmem.errors import VaultmemError
 from vaultmem.limits import (
     DEFAULT_GRAPH_LIMIT,
     DEFAULT_MAX_PROPOSALS,
@@ -20,7 +19,7 @@ from vaultmem.limits import (
     MAX_SOURCES,
 )
 from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
-from vaultmem.mcp.envelope import FULL, envelope, failure, reject_retired, shaping_for, success
+from vaultmem.mcp.envelope import FULL, envelope, reject_retired, shaping_for, success
 from vaultmem.mcp.params import DeleteToken, Output, PreviewToken, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
 from vaultmem.memory import Memory
@@ -89,24 +88,21 @@ def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
         (proposal_ids) undoes applied proposals the same way (reverted / skipped / refused). reject
         (proposal_id) drops a proposal from review.
         """
-        try:
-            reject_retired({"max_items": max_items}, REVIEW_RETIRED)
-            if action == "list":
-                answer = memory.list_proposals(status, thought_id, cwd, include_retired, limit, offset)
-            elif action == "enqueue":
-                answer = memory.enqueue_proposals(thought_id, max_proposals, cwd)
-            elif action == "apply":
-                answer = memory.apply_proposal(proposal_id, confirm, preview_token)
-            elif action == "apply_batch":
-                answer = memory.apply_proposals(proposal_ids, confirm, preview_token)
-            elif action == "rollback":
-                ids = proposal_ids if proposal_ids is not None else proposal_id
-                answer = memory.rollback_proposals(ids, confirm, preview_token)
-            else:
-                answer = memory.reject_proposal(proposal_id, reason)
-            return success(envelope(answer, FULL))
-        except VaultmemError as exc:
-            return failure(exc)
+        reject_retired({"max_items": max_items}, REVIEW_RETIRED)
+        if action == "list":
+            answer = memory.list_proposals(status, thought_id, cwd, include_retired, limit, offset)
+        elif action == "enqueue":
+            answer = memory.enqueue_proposals(thought_id, max_proposals, cwd)
+        elif action == "apply":
+            answer = memory.apply_proposal(proposal_id, confirm, preview_token)
+        elif action == "apply_batch":
+            answer = memory.apply_proposals(proposal_ids, confirm, preview_token)
+        elif action == "rollback":
+            ids = proposal_ids if proposal_ids is not None else proposal_id
+            answer = memory.rollback_proposals(ids, confirm, preview_token)
+        else:
+            answer = memory.reject_proposal(proposal_id, reason)
+        return success(envelope(answer, FULL))
 
     @server.tool(name="retention_review", annotations=TOOL_ANNOTATIONS["retention_review"])
     def retention_review(
@@ -158,19 +154,16 @@ def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
         created and every source merged into it (edges moved, sources archived); its preview has no
         token.
         """
-        try:
-            if action == "list":
-                answer = memory.retention_candidates(min_age_days, importance_floor, limit, offset)
-                return success(envelope(answer, shaping_for(compact, fields, False, compact_default=False)))
-            if action == "protect":
-                answer = memory.protect(thought_id)
-            elif action == "delete":
-                answer = memory.retention_delete(thought_id, confirm, preview_token)
-            else:
-                answer = memory.compact(source_ids, summary, confirm)
-            return success(envelope(answer, FULL))
-        except VaultmemError as exc:
-            return failure(exc)
+        if action == "list":
+            answer = memory.retention_candidates(min_age_days, importance_floor, limit, offset)
+            return success(envelope(answer, shaping_for(compact, fields, False, compact_default=False)))
+        if action == "protect":
+            answer = memory.protect(thought_id)
+        elif action == "delete":
+            answer = memory.retention_delete(thought_id, confirm, preview_token)
+        else:
+            answer = memory.compact(source_ids, summary, confirm)
+        return success(envelope(answer, FULL))
 
     @server.tool(name="memory_crystallize", annotations=TOOL_ANNOTATIONS["memory_crystallize"])
     def memory_crystallize(
@@ -232,21 +225,18 @@ def register_review_tools(server: MCPServer[Any], memory: Memory) -> None:
         vector distance (Union-Find; min_similarity is a maximum distance); previews the groups with a
         preview_token, then confirm: true writes one cluster per group (one commit).
         """
-        try:
-            reject_retired({"dry_run": dry_run}, CRYSTALLIZE_RETIRED)
-            shaping = shaping_for(compact, fields, False, compact_default=False)
-            if action == "graph":
-                limit = DEFAULT_GRAPH_LIMIT if limit is None else limit
-                answer = memory.graph(cwd, status, limit, offset)
-            elif action == "cluster":
-                answer = memory.cluster(thought_ids, title, tags, cwd)
-            else:
-                answer = memory.auto_cluster(
-                    min_similarity, min_cluster_size, max_clusters, confirm, preview_token
-                )
-            return success(envelope(answer, shaping))
-        except VaultmemError as exc:
-            return failure(exc)
+        reject_retired({"dry_run": dry_run}, CRYSTALLIZE_RETIRED)
+        shaping = shaping_for(compact, fields, False, compact_default=False)
+        if action == "graph":
+            limit = DEFAULT_GRAPH_LIMIT if limit is None else limit
+            answer = memory.graph(cwd, status, limit, offset)
+        elif action == "cluster":
+            answer = memory.cluster(thought_ids, title, tags, cwd)
+        else:
+            answer = memory.auto_cluster(
+                min_similarity, min_cluster_size, max_clusters, confirm, preview_token
+            )
+        return success(envelope(answer, shaping))
 
 
 __all__ = ["REVIEW_TOOL_NAMES", "register_review_tools"]

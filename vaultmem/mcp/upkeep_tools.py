@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
-from vaultmem.errors import VaultmemError
 from vaultmem.limits import (
     DEFAULT_FRONTIER_LIMIT,
     DEFAULT_SLOTS_LIMIT,
@@ -24,7 +23,7 @@ from vaultmem.limits import (
     MAX_WAKE_DAYS,
 )
 from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
-from vaultmem.mcp.envelope import FULL, envelope, failure, raw_text, reject_retired, shaping_for, success
+from vaultmem.mcp.envelope import FULL, envelope, raw_text, reject_retired, shaping_for, success
 from vaultmem.mcp.params import ConfirmDelete, DeleteToken, Output, PreviewToken, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
 from vaultmem.memory import Answer, Memory, MergeSpec, ReflectSpec
@@ -111,18 +110,15 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         source is archived; the executed item reports edges_transferred. Notes are never deleted:
         their status changes in the file, and each action is one git commit.
         """
-        try:
-            reject_retired({"dry_run": dry_run}, SUPERSEDE_RETIRED)
-            if action == "archive":
-                answer = memory.archive(thought_id, confirm, preview_token)
-            elif action == "archive_batch":
-                answer = memory.archive_batch(thought_ids, confirm, preview_token)
-            else:
-                spec = MergeSpec(source_id, target_id, merged_content, merged_tags)
-                answer = memory.merge(spec, cwd, confirm, preview_token)
-            return success(envelope(answer, FULL))
-        except VaultmemError as exc:
-            return failure(exc)
+        reject_retired({"dry_run": dry_run}, SUPERSEDE_RETIRED)
+        if action == "archive":
+            answer = memory.archive(thought_id, confirm, preview_token)
+        elif action == "archive_batch":
+            answer = memory.archive_batch(thought_ids, confirm, preview_token)
+        else:
+            spec = MergeSpec(source_id, target_id, merged_content, merged_tags)
+            answer = memory.merge(spec, cwd, confirm, preview_token)
+        return success(envelope(answer, FULL))
 
     @server.tool(name="memory_manage", annotations=TOOL_ANNOTATIONS["memory_manage"])
     def memory_manage(
@@ -154,20 +150,17 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         default project (no project). resolve: cwd -> {id, name, local_path} (item null when no
         project lists it).
         """
-        try:
-            if action == "list":
-                answer = memory.list_projects(fields)
-            elif action == "create":
-                answer = memory.create_project(name, local_path, description)
-            elif action == "update":
-                answer = memory.update_project(project_id, name, local_path, description)
-            elif action == "delete":
-                answer = memory.delete_project(project_id, confirm, preview_token)
-            else:
-                answer = memory.resolve_project(cwd)
-            return success(envelope(answer, FULL))
-        except VaultmemError as exc:
-            return failure(exc)
+        if action == "list":
+            answer = memory.list_projects(fields)
+        elif action == "create":
+            answer = memory.create_project(name, local_path, description)
+        elif action == "update":
+            answer = memory.update_project(project_id, name, local_path, description)
+        elif action == "delete":
+            answer = memory.delete_project(project_id, confirm, preview_token)
+        else:
+            answer = memory.resolve_project(cwd)
+        return success(envelope(answer, FULL))
 
     @server.tool(name="memory_reflect", annotations=TOOL_ANNOTATIONS["memory_reflect"])
     def memory_reflect(
@@ -204,10 +197,7 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
                 "and thoughts in no project). timeline: scopes the list (without it: every project)."
             ),
         ] = None,
-        status: Annotated[
-            StatusFilter | None,
-            _d("timeline: only this status (default all)."),
-        ] = None,
+        status: Annotated[StatusFilter | None, _d("timeline: only this status (default all).")] = None,
         limit: Annotated[
             int | None, _d(f"timeline: page size 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT}).")
         ] = None,
@@ -231,16 +221,13 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         thoughts tagged pending + reflect that memory_status shows once their time has come.
         timeline: {items, meta} newest first, meta.counts carries limit and offset.
         """
-        try:
-            reject_retired({"goals_delta": goals_delta, "project_id": project_id}, REFLECT_RETIRED)
-            if action == "reflect":
-                spec = ReflectSpec(summary, goals_add, goals_remove, decisions, pending, wake_days)
-                return success(envelope(memory.reflect(spec, cwd), FULL))
-            answer = memory.timeline(status, cwd, DEFAULT_LIST_LIMIT if limit is None else limit, offset)
-            shaping = shaping_for(compact, fields, include_url_links, compact_default=False)
-            return success(envelope(answer, shaping))
-        except VaultmemError as exc:
-            return failure(exc)
+        reject_retired({"goals_delta": goals_delta, "project_id": project_id}, REFLECT_RETIRED)
+        if action == "reflect":
+            spec = ReflectSpec(summary, goals_add, goals_remove, decisions, pending, wake_days)
+            return success(envelope(memory.reflect(spec, cwd), FULL))
+        answer = memory.timeline(status, cwd, DEFAULT_LIST_LIMIT if limit is None else limit, offset)
+        shaping = shaping_for(compact, fields, include_url_links, compact_default=False)
+        return success(envelope(answer, shaping))
 
     @server.tool(name="memory_status", annotations=TOOL_ANNOTATIONS["memory_status"])
     def memory_status(
@@ -297,24 +284,21 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         neighbour}], lifecycle: {current, suggested, reason}, degraded}}; slim by default (top 3 edges,
         no signals), pinned to one project (cwd's, else the thought's, else the default project).
         """
-        try:
-            reject_retired({"k": k, "dry_run": dry_run, "project_id": project_id}, STATUS_RETIRED)
-            if action == "propose":
-                answer = memory.propose(thought_id, content, cwd, max_edges, include_signals, compact)
-                return success(envelope(answer, FULL))
-            full = shaping_for(compact, fields, False, compact_default=False)
-            if action == "config":
-                text = memory.config_text()
-                return raw_text(text, envelope(Answer.one("config", {"text": text}), full))
-            if action == "health":
-                answer = memory.health(include_details)
-            elif action == "slots":
-                answer = memory.slots(cwd, slots_limit, offset)
-            else:
-                answer = memory.frontier(cwd, limit)
-            return success(envelope(answer, full))
-        except VaultmemError as exc:
-            return failure(exc)
+        reject_retired({"k": k, "dry_run": dry_run, "project_id": project_id}, STATUS_RETIRED)
+        if action == "propose":
+            answer = memory.propose(thought_id, content, cwd, max_edges, include_signals, compact)
+            return success(envelope(answer, FULL))
+        full = shaping_for(compact, fields, False, compact_default=False)
+        if action == "config":
+            text = memory.config_text()
+            return raw_text(text, envelope(Answer.one("config", {"text": text}), full))
+        if action == "health":
+            answer = memory.health(include_details)
+        elif action == "slots":
+            answer = memory.slots(cwd, slots_limit, offset)
+        else:
+            answer = memory.frontier(cwd, limit)
+        return success(envelope(answer, full))
 
     @server.tool(name="memory_primers", annotations=TOOL_ANNOTATIONS["memory_primers"])
     def memory_primers(
@@ -329,14 +313,11 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         delete previews first; confirm: true with the preview_token removes the primer only (the
         thought is untouched). A primer already gone answers status not_found, not an error.
         """
-        try:
-            if action == "list":
-                answer = memory.list_primers()
-            else:
-                answer = memory.delete_primer(primer_id, confirm, preview_token)
-            return success(envelope(answer, FULL))
-        except VaultmemError as exc:
-            return failure(exc)
+        if action == "list":
+            answer = memory.list_primers()
+        else:
+            answer = memory.delete_primer(primer_id, confirm, preview_token)
+        return success(envelope(answer, FULL))
 
     @server.tool(name="memory_guide", annotations=TOOL_ANNOTATIONS["memory_guide"])
     def memory_guide() -> Output:

@@ -5,8 +5,8 @@ and on a mismatch answers ``isError`` with its own text ("Error executing tool m
 validation error for memory_recallArguments ...") and no status code. :class:`ToolServer` answers
 such a call in the wire envelope instead, as a classified failure ``{message, statusCode: 400,
 retryable: false}`` whose message names each argument at fault and the values it allows, read from
-the same schema the client was given. A vaultmem error raised inside one of the four memory tools
-reaches the caller the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
+the same schema the client was given. A vaultmem error raised inside any tool reaches the caller
+the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
 Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
 
 Every call runs as its caller (:func:`_caller`): the agent its bearer token names, the client's
@@ -56,14 +56,12 @@ class ToolServer(MCPServer[Any]):
                 return _saying_redacted(result, redacted)
             return result
         except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError):
-                raise
             cause = _origin(exc)
-            if isinstance(cause, ValidationError):
+            if isinstance(cause, VaultmemError):  # raised by a tool: its message says the fix
+                return failure(cause)
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
                 return failure(InvalidInput(invalid_arguments(name, cause, schema)))
-            if isinstance(cause, VaultmemError):
-                return failure(cause)
             raise
 
 

@@ -1,39 +1,12 @@
 """Three-way merge of one note file: two machines' edits of a memory, merged field by field.
 
-``merge_note(base, ours, theirs)`` is a pure function of three byte strings. It never writes
-conflict markers. What it does, frontmatter entry by entry (a key's lines as the person or
-vaultmem wrote them, see ``notes/frontmatter.py``) and then the body:
-
-- A key (or the body, a fence, the BOM) changed on one side only takes that side's bytes; a key
-  removed on one side and untouched on the other is removed. So merging with an unchanged side
-  returns the other side byte for byte, and nothing is re-rendered that did not need to be.
-- A key both sides changed differently is merged by rule when vaultmem owns it: ``updated`` the
-  newest; ``occurrences`` the base plus both sides' increments; ``tags``, the nine typed-link lists
-  and ``url_links`` as a three-way set merge (an item either side added is kept; an item one side
-  removed stays removed, because the other side still having it from the base says nothing: only
-  an item in neither the base nor a side is "new"); the ``link_created`` and ``link_targets`` maps
-  key by key the same way (a key both changed takes the later time, or the larger id); ``status``
-  the stronger end of life (deleted > superseded > archived > expired > active > unfiled), with
-  ``deleted_at`` and ``delete_reason`` following the side whose status won. A status set on one
-  side wins over an untouched side like any one-sided change; either way the change is reported,
-  for the merge commit's message.
-- An unknown key both sides changed is line-merged (diff3) when that merges cleanly into one valid
-  entry; otherwise, like any other owned key both sides set differently, the *newer* side's value
-  is kept (the newer ``updated``; on a tie, the larger bytes: both machines pick the same side).
-- The body is line-merged (diff3). Two insertions at one place keep both, the older side's first.
-  Where both sides changed the same lines, the newer side's lines are kept.
-
-Whenever a side's content had to be dropped (body lines, a field value), the result says so
-(``lost``): the sync round writes that side, as it was, into a flagged conflict note beside the
-original (:func:`conflict_file`), so nothing either machine wrote is lost. Two machines creating
-*different* notes at one path (an add/add: empty base, different ids) is ``mode == "distinct"``:
-the note with the smaller (older) UUIDv7 keeps the path and the round files the other under a new
-name by the collision rule. A file that is not a readable note (not UTF-8, malformed frontmatter)
-is merged as plain lines with the same conflict rules (``mode == "text"``).
-
-Every choice depends on the three inputs' contents only, never on which side is "ours", so
-``merge_note(b, x, y)`` and ``merge_note(b, y, x)`` give the same bytes, and so do the conflict
-notes: two machines merging each other's work converge to identical trees.
+``merge_note(base, ours, theirs)`` is a pure function of three byte strings that never writes
+conflict markers: frontmatter entry by entry (a key only one side changed takes that side's bytes),
+owned keys both sides changed by their rule, unknown keys and the body by diff3, and where both
+changed the same thing the newer side kept and the other reported as ``lost`` for a conflict note
+(:func:`conflict_file`). The rules, add/add (``mode == "distinct"``) and unreadable files (``mode ==
+"text"``): docs/architecture.md, "The note merge", and docs/sync.md. No choice depends on which side
+is "ours", so two machines merging each other's work converge to identical trees.
 """
 
 from __future__ import annotations
@@ -52,21 +25,13 @@ from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.diff3 import diff3
 from vaultmem.notes.frontmatter import Entry, NoteText
 from vaultmem.notes.ids import derived_uuid7
+from vaultmem.notes.links import EDGE_TYPES, LINK_CREATED_KEY, LINK_TARGETS_KEY
 from vaultmem.notes.model import OWNED_KEYS, iso, new_note_text, parse_time
 from vaultmem.safe_yaml import load_yaml_mapping
 
 Side = Literal["ours", "theirs"]
 Mode = Literal["note", "text", "distinct"]
 
-#: The typed-link list properties (the graph's nine edge types; ``graph.links.EDGE_TYPES``, which a
-#: test keeps equal: notes/ sits below graph/, so it cannot import them).
-EDGE_LIST_KEYS = (
-    "related", "parent", "develops", "replaces", "cluster", "references", "depends_on",
-    "contradicts", "supports",
-)  # fmt: skip
-LINK_CREATED_KEY = "link_created"
-#: The id each link was made for (``graph.links.LINK_TARGETS_KEY``): merged key by key like the times.
-LINK_TARGETS_KEY = "link_targets"
 #: Statuses by strength: when both sides changed the status, the stronger end of life wins.
 STATUS_RANK = {"unfiled": 0, "active": 1, "expired": 2, "archived": 3, "superseded": 4, "deleted": 5}
 _STATUS_FOLLOWERS = ("deleted_at", "delete_reason")
@@ -356,7 +321,7 @@ def _rule(key: str) -> Callable[[Any, Any, Any, Side], Any] | None:
         return lambda b, o, t, newer: (
             _merge_items(_tag_list(b), _tag_list(o), _tag_list(t), newer) or _MISSING
         )
-    if key in EDGE_LIST_KEYS or key == "url_links":
+    if key in EDGE_TYPES or key == "url_links":
         return lambda b, o, t, newer: _merge_items(_as_list(b), _as_list(o), _as_list(t), newer) or _MISSING
     if key in (LINK_CREATED_KEY, LINK_TARGETS_KEY):
         return lambda b, o, t, newer: _merge_map(b, o, t, newer) or _MISSING

@@ -26,8 +26,6 @@ OWNED_KEYS = (
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on", "contradicts",
     "supports", "link_created", "link_targets",
 )  # fmt: skip
-#: Boolean flags of a thought (graph tools); written only when true, absent means false.
-FLAG_KEYS = ("is_cluster", "is_protected", "is_global")
 
 
 def utc_now() -> dt.datetime:

@@ -94,18 +94,6 @@ def make_slug(text: str, *, limit: int = MAX_SLUG, fallback: str = FALLBACK_SLUG
     return slug
 
 
-def is_valid_slug(slug: str) -> bool:
-    """True when ``slug`` is a name ``make_slug`` could have produced."""
-    return (
-        0 < len(slug) <= MAX_SLUG + 8
-        and _NON_SLUG.sub("", slug.replace("-", "")) == slug.replace("-", "")
-        and not slug.startswith("-")
-        and not slug.endswith("-")
-        and "--" not in slug
-        and slug not in _WINDOWS_RESERVED
-    )
-
-
 def meaningful_words(*texts: str) -> list[str]:
     """Folded words of ``texts`` in order of appearance, without stop words or repeats."""
     seen: set[str] = set()

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from vaultmem.errors import InvalidInput, NotFound
 from vaultmem.notes.ids import canonical_id, is_full_id
-from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.operations.context import Context
 from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.results import Json, Thought
@@ -63,10 +62,6 @@ class PastLookup(Lookup):
             "as_of, memory_recall reads the memory as it is now"
         )
 
-    def is_live(self, note_id: str) -> bool:
-        entry = self.entry(note_id)
-        return entry is not None and entry.status in LIVE_STATUSES
-
     def thought(self, entry: Entry, body: str | None = None) -> Thought:
         note_id = self.id_of(entry)
         if body is None:
@@ -76,10 +71,6 @@ class PastLookup(Lookup):
 
     def thoughts(self, entries: Iterable[Entry]) -> dict[str, Thought]:
         return {self.id_of(e): self.thought(e) for e in entries}
-
-    def thought_by_id(self, note_id: str) -> Thought | None:
-        entry = self.entry(note_id)
-        return self.thought(entry) if entry is not None and entry.status != "deleted" else None
 
 
 def refuse_edges(argument: str) -> InvalidInput:

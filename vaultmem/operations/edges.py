@@ -16,14 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vaultmem.errors import Conflict, InvalidInput, NotFound, VaultmemError
-from vaultmem.notes.links import (
-    EDGE_TYPES,
-    Edge,
-    LinkTarget,
-    add_link,
-    created_at_of,
-    typed_links,
-)
+from vaultmem.notes.links import EDGE_TYPES, Edge, LinkTarget, add_link, created_at_of, typed_links
 from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.lookup import Located

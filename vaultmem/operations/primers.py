@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 TOOL = "memory_primers"
 #: The counters' and primers' file in the state directory (derived state).
 FILE = "primers.json"
-DEFAULT_THRESHOLD = 3
 #: Rows ``list`` answers at most.
 LIST_CAP = 500
 _VERSION = 1

@@ -36,7 +36,6 @@ STATUS_FILTERS: dict[str, frozenset[str]] = {
 }
 #: Statuses a write may set (archiving has its own, token-gated path: memory_supersede).
 WRITABLE_STATUSES = {"draft": DRAFT_STATUS, "active": "active"}
-COMPACT_FIELDS = ("id", "content", "status", "tags", "project")
 
 
 def graph_status(vault_status: str) -> str:

@@ -25,7 +25,6 @@ ACTIVE_GOALS = "active_goals"
 STORED_SLOTS = (PROJECT_CONTEXT, ACTIVE_GOALS)
 PENDING_ITEMS = "pending_items"
 ARCHITECTURE_DECISIONS = "architecture_decisions"
-VIRTUAL_SLOTS = (PENDING_ITEMS, ARCHITECTURE_DECISIONS)
 _TITLES = {PROJECT_CONTEXT: "Project context", ACTIVE_GOALS: "Active goals"}
 _GOAL = re.compile(r"^\s*[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.*\S)\s*$")
 

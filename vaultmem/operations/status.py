@@ -43,7 +43,6 @@ DEFAULT_SLOTS_LIMIT = 20
 MAX_SLOTS_LIMIT = 100
 DEFAULT_FRONTIER_LIMIT = 10
 MAX_FRONTIER_LIMIT = 50
-DEFAULT_STALE_DAYS = 90
 FRONTIER_REASONS = ("pending", "contradiction", "unfiled", "stale")
 #: Characters of a message kept when ``include_details`` is off.
 SHORT_MESSAGE = 200

@@ -1,23 +1,15 @@
-"""Sync with the vault repository's git remote, wired into an open vault (issue 17).
+"""Sync with the vault repository's git remote, wired into an open vault.
 
 :class:`Syncing` runs one round (``vault/remote.py: VaultSync``) through the vault's writer and
 brings the catalog and the index up to date from the round's diff; in the daemon it also runs the
 rounds on its own (after a commit, debounced, and every ``sync_interval`` seconds).
 
-Where a round commits pending work and merges, it holds :meth:`VaultWriter.exclusive`: the
-cross-process write lock (no write of any vaultmem process on the vault decides) and the commit
-gate in the git directory (no commit of any of them lands: an agent's queued write or a hand edit
-the watcher saw, whose ``git add`` could otherwise resolve a note the merge left for the round to
-merge). A round also holds an ``flock`` in the git directory for its whole length, so a
-``vaultmem sync`` started while the daemon syncs waits for it instead of fetching and pushing
-beside it. That is how the CLI's round and a serving daemon share one vault: the daemon's writes
-wait for the merge (milliseconds to seconds) and its watcher indexes what the merge changed.
-
-Inside the lock, right after the merge, the catalog re-reads the paths the merge changed, so the
-next write decides against the other machines' notes (their idempotency keys, the day's count for
-the daily cap, the names taken); after it, the index re-reads the same paths only (no scan).
-Each round's outcome is kept in ``<state>/sync.json`` (derived state), which ``memory_status
-health`` reads in whichever process answers it.
+Where a round commits pending work and merges, it holds :meth:`VaultWriter.exclusive` (no write
+and no commit of any vaultmem process on the vault), and an ``flock`` in the git directory for its
+whole length (one round at a time per repository). Inside the lock the catalog re-reads the paths
+the merge changed, so the next write decides against the other machines' notes; after it, the index
+re-reads the same paths only. Each round's outcome is kept in ``<state>/sync.json`` (derived
+state) for ``memory_status health``. Why: docs/architecture.md, "Sync wired into the product".
 """
 
 from __future__ import annotations

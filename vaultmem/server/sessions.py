@@ -1,25 +1,13 @@
 """A bound on open MCP sessions that never locks a new client out.
 
-The SDK keeps a streamable-HTTP session until its client ends it (``DELETE``) or it has been idle
-(no request in flight, no open event stream) for its idle timeout, 30 minutes by default, and
-refuses every ``initialize`` with 503 once 10,000 are open. A host that never ends its sessions
-(a CLI that opens one per call) left each for 30 minutes at ~41 KB, and at the cap every agent on
-the machine was locked out.
-
-:class:`SessionBudget` sits in front of the SDK's ``/mcp`` and keeps:
-
-- **an idle timeout** of ``mcp_session_idle_timeout`` seconds (5 minutes; the SDK's own timer is
-  set to it). A connected client holds its session regardless: the SDK clients keep a GET event
-  stream open for the session's whole life, and an open stream is a request in flight.
-- **a cap** of ``mcp_max_sessions``. An ``initialize`` beyond it ends the session idle the longest
-  (a ``DELETE`` through the SDK, as that session's client could have sent) instead of being
-  refused; so a leaky host recycles its own abandoned sessions and nobody else's live ones. Only
-  when every open session has a request in flight is a new one refused (503, retryable).
-- **a count** of the open sessions (:meth:`SessionBudget.counts`, in ``memory_status health``).
-
-Only clients of the pre-2026 handshake have sessions; requests of the 2026 protocol (sessionless,
-what the SDK's own client speaks by default) pass through untouched and are never refused here.
-All agents present the same bearer token (one per vault), so a bound per token would be this one.
+The SDK keeps a streamable-HTTP session until its client ends it or it has been idle 30 minutes,
+and refuses every ``initialize`` once 10,000 are open, so a host that never ends its sessions
+locked every agent out. :class:`SessionBudget` sits in front of the SDK's ``/mcp`` and keeps an idle
+timeout (``mcp_session_idle_timeout``; a connected client's open event stream holds its session), a
+cap (``mcp_max_sessions``: an ``initialize`` beyond it ends the session idle the longest instead of
+being refused; 503 only when every session is in use) and a count (:meth:`SessionBudget.counts`,
+in ``memory_status health``). Sessionless requests (the 2026 protocol) pass through untouched.
+Details: docs/architecture.md, "MCP sessions".
 """
 
 from __future__ import annotations

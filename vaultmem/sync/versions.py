@@ -1,25 +1,12 @@
 """The memory as it was: the versioned store built from ``git log`` and kept current, and ``as_of``.
 
-The vault's *main line* (:mod:`vaultmem.sync.mainline`) is the first-parent chain of ``HEAD``;
-position ``i`` is the vault after its ``i``-th commit. A merge from another machine (issue 17) is
-one step of it: the other machine's notes enter this memory at the merge.
-
 :class:`PastIndex` builds a :class:`~vaultmem.index.versions.VersionStore` on the first ``as_of``
-read of a process (nothing at start: a daemon nobody asks about the past never reads its history):
-from the snapshot an earlier process left in the state directory and the commits made since, or from
-the whole ``git log``. On each later read it looks at the refs' files, and reads only the commits
-made since when they moved; when the line it read is no longer the first part of the main line (a
-reset, a fast-forward onto another machine's line) it reads the whole line again. Vectors come from
-the index's embedding cache by text hash; texts it does not hold (history cloned from elsewhere, a
-deleted state directory) are embedded once: at once when they are few, else in the background while
-the answers say they are ``degraded``.
-
-``as_of`` is an ISO 8601 date-time (no zone: UTC; a date alone: its midnight, UTC) or a commit id
-(7 to 40 hex digits). A time means the newest commit of the main line at or before it (committer
-dates; a commit dated before its parent counts from its parent's date), so a time after the last
-commit is the memory as last committed and a time before the first is an empty memory. A commit
-on the main line means its tree; a commit merged in from another machine means the vault once that
-merge brought it; a commit this branch does not contain is refused.
+read of a process (a daemon nobody asks about the past never reads its history), from the snapshot
+an earlier process left in the state directory and the commits since, or from the whole ``git log``
+of the main line (:mod:`vaultmem.sync.mainline`); later reads take only the commits made since.
+Texts the embedding cache does not hold are embedded once, in the background when they are many
+(answers say ``degraded`` meanwhile). What ``as_of`` means (a time, a commit, a merge from another
+machine): docs/architecture.md, "Time travel".
 """
 
 from __future__ import annotations

@@ -118,7 +118,6 @@ class VaultWatcher:
         self._handler = _Handler(self)
         self._watched: set[Path] = set()
         self._new_folders: set[Path] = set()
-        self.processed = 0
         #: Rescans finished (periodic, requested or after an overflow), for tests and status.
         self.rescans = 0
 
@@ -255,7 +254,6 @@ class VaultWatcher:
                 batch = _safe(partial(self._sync_paths, ready), {})
             for rel in ready:
                 outcome = batch.get(rel) or _safe(partial(self._sync_path, rel), "error")
-                self.processed += 1
                 if outcome in _COMMITTED:
                     changed.append(rel)
             if changed:

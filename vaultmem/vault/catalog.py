@@ -39,12 +39,8 @@ MAX_NOTE_BYTES = 2 * 1024 * 1024
 
 
 class Entry(NamedTuple):
-    """What the catalog knows of one note.
-
-    One per note, held for the process's life and rebuilt from the cache at every start: a named
-    tuple, which is built ~15x faster than a frozen dataclass (1.7 against 27 us a note under
-    load: seconds at 100k notes) and takes no more memory than a slotted one; its repeated values
-    are shared (:func:`_shared`)."""
+    """What the catalog knows of one note, rebuilt from the cache at every start: a named tuple
+    (docs/architecture.md, "Starting fast"), its repeated values shared (:func:`_shared`)."""
 
     path: str
     id: str | None
@@ -485,11 +481,8 @@ class Catalog:
 
     # -- the cache --------------------------------------------------------------------------
     def _load_cache(self) -> dict[str, Entry]:
-        """The entries saved by the last scan: one column of values per field of :data:`_FIELDS`.
-
-        Columns, not a row per entry: at 100k notes the rows were 100k lists freed right after the
-        entries were built, which left ~55 MB of the Python heap in use but empty for the life of
-        the daemon, and took 0.45 s longer (docs/benchmarks.md, "Memory and start at scale")."""
+        """The entries saved by the last scan: one column of values per field of :data:`_FIELDS`
+        (not a row per entry, whose freed lists stayed in the heap: docs/architecture.md)."""
         try:
             data = json.loads(self._cache_file.read_text(encoding="utf-8"))
             if (

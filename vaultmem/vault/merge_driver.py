@@ -4,18 +4,11 @@ A vault's ``.gitattributes`` says ``*.md merge=vaultmem-note`` and its repositor
 that driver (:func:`configure`, run by ``clone`` and by every sync round), so a merge a person
 makes by hand (``git pull``, ``git merge``) merges notes through ``notes/merge.py``: field by field,
 never with conflict markers. git hands the driver three temp files (ancestor, ours, theirs) and the
-path; it writes the merged note over ``%A`` and exits 0.
-
-A driver cannot add files to the merge, so what must become a file of its own (the conflict note
-that keeps a side the merge had to drop; a second note created at the same path elsewhere) is
-written as a *record* under the git directory (never in the vault: not synced, not committed).
-The next sync round files what a committed hand merge set aside (``vault/merge_state.py``).
-
-A sync round does not start this driver once per note (a Python start costs ~90 ms; 1,000 notes
-both machines changed would take minutes): its git merge leaves those notes unmerged
-(``merge_state.notes_left_unmerged``) and it merges them all in its own process by the same
-function, writing the same records. When git merges the merge bases of a criss-cross history into a virtual
-ancestor, it runs the ``--virtual-base`` form: the same merge, no record (never checked out).
+path; it writes the merged note over ``%A`` and exits 0. What must become a file of its own (a
+conflict note, a second note created at one path) is written as a *record* under the git directory,
+for the next sync round to file (``vault/merge_state.py``). A sync round does not start this driver
+per note: it merges them all in its own process by the same function (docs/architecture.md, "git's
+side"). git's criss-cross inner merges run the ``--virtual-base`` form: the same merge, no record.
 """
 
 from __future__ import annotations
@@ -169,11 +162,6 @@ def configure(repo: GitRepo, home: str = "", python: str | None = None) -> bool:
     prefix = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
     atomic_write(attributes, prefix + f"{_ATTRIBUTES_COMMENT}\n{ATTRIBUTES_LINE}\n".encode())
     return True
-
-
-def is_configured(repo: GitRepo) -> bool:
-    """True when ``repo`` defines the driver (what a plain ``git clone`` of a vault lacks)."""
-    return bool(repo.git("config", "--local", "--get", f"merge.{DRIVER}.driver", check=False).strip())
 
 
 # -- the driver -------------------------------------------------------------------------------------

@@ -1,24 +1,12 @@
 """Finishing a sync round's merge, and recovering one that a kill interrupted.
 
 A round merges with ``git merge --no-commit``; :func:`conclude` then resolves whatever git left
-unmerged (a path the driver could not run for, a non-note both sides changed: merged here by the
-same rules, never with markers), writes the files the merge driver's records ask for (the conflict
-note that keeps a side the merge dropped; a second note created at the same path, renamed by the
-collision rule) and makes the merge commit, whose message says what was merged how.
-
-Before its merge a round writes a marker (``<git dir>/vaultmem-sync.json``: the commits it merges).
-:func:`recover`, run before every round and at start, reads it after a crash:
-
-- HEAD moved past the marker's commit: the merge was committed; only the marker is left to remove.
-- ``MERGE_HEAD`` is there: git finished its part; the merge is concluded as a round would have.
-- Neither: git was killed mid-merge (or before it began). It is rolled back: every path that
-  differs from HEAD and holds what the merge would have written (the incoming side's blob, or the
-  driver's output) is put back as HEAD has it; anything else is a person's edit and stays for the
-  next commit. The incoming commits are still in the repository, so the next round merges them again.
-
-Lock files (``index.lock``...) that a killed git left are removed only when a round was under way,
-no process holds them open and they are older than the lock timeout (without a round under way, only
-a killed fetch's remote-tracking ref locks); otherwise the round waits for them, then reports.
+unmerged (by the note merge's rules, never with markers), writes the files the merge driver's
+records ask for (conflict notes, a second note created at one path renamed by the collision rule)
+and makes the merge commit, whose message says what was merged how. Before its merge a round writes
+a marker (``<git dir>/vaultmem-sync.json``) that :func:`recover`, run before every round and at
+start, reads after a crash: the merge committed, concluded, or rolled back, and stale git locks
+removed only while a round was under way (docs/architecture.md, "Kill -9 at any point").
 """
 
 from __future__ import annotations
