@@ -1,4 +1,4 @@
-"""The catalog's start-up cache (``<state>/catalog.json``) and the vault walk behind every scan.
+"""The catalog's start-up cache (``<state>/catalog.cache``) and the vault walk behind every scan.
 
 The cache only saves re-reading unchanged notes: whatever it holds, a scan must end with the same
 catalog as a full parse of the vault, and a damaged or foreign cache must be ignored, never trusted.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,9 @@ from hypothesis import strategies as st
 from layers import parts
 
 from vaultmem.notes.model import parse_time
-from vaultmem.vault.catalog import Catalog, Entry
+from vaultmem.vault.catalog import CACHE_VERSION, ENTRY_FIELDS, Catalog, Entry
 from vaultmem.vault.layout import VaultLayout, is_ignored_rel
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 
 def _entries(catalog: Catalog) -> dict[str, Entry]:
@@ -40,7 +42,7 @@ def test_a_second_scan_reads_unchanged_notes_from_the_cache(open_service: OpenSe
     first = Catalog(layout)
     seen, _parsed = first.scan()
     assert seen == 12
-    assert (layout.state_dir / "catalog.json").is_file()
+    assert _cache_file(layout).is_file()
 
     second = Catalog(layout)
     seen, parsed = second.scan()
@@ -63,40 +65,92 @@ def test_a_changed_file_is_parsed_again(open_service: OpenService) -> None:
     assert entry is not None and entry.size == path.stat().st_size
 
 
+def _cache_file(layout: VaultLayout) -> Path:
+    return layout.state_dir / "catalog.cache"
+
+
+def _damaged(raw: bytes, damage: str) -> bytes:
+    """The cache file's bytes, damaged as ``damage`` says."""
+    if damage == "cut short":  # a crash while another tool copied it, a full disk
+        return raw[: len(raw) // 2]
+    if damage == "one byte flipped":
+        at = len(raw) - 10
+        return raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1 :]
+    if damage == "another Python's marshal":
+        return raw.replace(b"cpython-", b"cpython-x", 1)
+    if damage == "an older version":
+        return marshal_state((7, ENTRY_FIELDS, ()))
+    if damage == "other fields":
+        return marshal_state((CACHE_VERSION, ("path",), (("x.md",),)))
+    if damage == "not a tuple":
+        return marshal_state([CACHE_VERSION, ENTRY_FIELDS, ()])
+    return {"empty": b"", "text": b"not a cache at all {"}[damage]
+
+
 @pytest.mark.parametrize(
     "damage",
     [
-        "not json at all {",
-        json.dumps({"version": 4, "entries": []}),  # an older layout
-        json.dumps({"version": 5, "fields": ["path"], "entries": [["x.md"]]}),  # other fields
-        json.dumps({"version": 5, "fields": None, "entries": [[1, 2, 3]]}),
-        "[]",
+        "cut short", "one byte flipped", "another Python's marshal", "an older version",
+        "other fields", "not a tuple", "empty", "text",
     ],
-)
+)  # fmt: skip
 def test_a_damaged_or_foreign_cache_is_ignored(open_service: OpenService, damage: str) -> None:
     layout = _write_notes(open_service, 4)
     want = Catalog(layout)
     want.scan()
-    (layout.state_dir / "catalog.json").write_text(damage, encoding="utf-8")
+    cache = _cache_file(layout)
+    cache.write_bytes(_damaged(cache.read_bytes(), damage))
     catalog = Catalog(layout)
     seen, parsed = catalog.scan()
     assert (seen, parsed) == (4, 4)
     assert _entries(catalog) == _entries(want)
+    assert Catalog(layout).scan() == (4, 0)  # rebuilt and saved again
 
 
 @pytest.mark.parametrize("cut", ["a short column", "a missing column"])
 def test_cache_columns_of_the_wrong_shape_are_ignored(open_service: OpenService, cut: str) -> None:
     layout = _write_notes(open_service, 2)
     Catalog(layout).scan()
-    cache = layout.state_dir / "catalog.json"
-    data = json.loads(cache.read_text(encoding="utf-8"))
+    cache = _cache_file(layout)
+    version, fields, stored = unmarshal_state(cache.read_bytes())  # type: ignore[misc]
+    columns = list(stored)
     if cut == "a short column":
-        data["columns"][3] = data["columns"][3][:-1]
+        columns[3] = columns[3][:-1]
     else:
-        del data["columns"][-1]
-    cache.write_text(json.dumps(data), encoding="utf-8")
+        del columns[-1]
+    cache.write_bytes(marshal_state((version, fields, tuple(columns))))
     catalog = Catalog(layout)
     assert catalog.scan() == (2, 2)
+
+
+def test_the_cache_gives_back_entries_equal_to_a_parse_with_their_strings_shared(
+    open_service: OpenService,
+) -> None:
+    """Read back, an entry equals the parsed one field for field (tuples stay tuples), and the
+    strings the index holds too come back interned: one object in both (``sys.intern``)."""
+    layout = _write_notes(open_service, 5)
+    parsed = Catalog(layout)
+    parsed.scan()
+    _cache_file(layout).unlink(missing_ok=True)
+    parsed.scan()  # every note parsed, the cache written from parsed entries
+    cached = Catalog(layout)
+    assert cached.scan() == (5, 0)
+    assert _entries(cached) == _entries(parsed)
+    for entry in cached.entries():
+        assert type(entry.tags) is tuple and type(entry.links) is tuple
+        assert all(type(pair) is tuple for pair in entry.links)
+        for held_by_the_index_too in (entry.path, entry.title, entry.content_hash):
+            copy = "".join(list(held_by_the_index_too))  # an equal string, another object
+            assert sys.intern(copy) is held_by_the_index_too
+
+
+def test_a_legacy_json_cache_is_replaced(open_service: OpenService) -> None:
+    layout = _write_notes(open_service, 3)
+    legacy = layout.state_dir / "catalog.json"
+    legacy.write_text(json.dumps({"version": 7, "fields": [], "columns": []}), encoding="utf-8")
+    _cache_file(layout).unlink(missing_ok=True)
+    assert Catalog(layout).scan() == (3, 3)
+    assert not legacy.exists() and _cache_file(layout).is_file()
 
 
 def test_the_walk_yields_exactly_the_paths_that_are_notes(tmp_path: Path) -> None:

@@ -132,3 +132,40 @@ def test_a_folder_inside_another_git_repository_is_not_taken_for_a_vault(tmp_pat
     assert " M main.py" in _git(project, "status", "--porcelain")  # the person's change, untouched
     assert (project / "notes" / "idea.md").read_text(encoding="utf-8") == "An idea of mine.\n"
     assert _git(project / "notes", "log", "--format=%s")  # the vault's first commit is its own
+
+
+def _snippet_of(vault: Path, query: str, slug: str) -> str:
+    """The snippet `vaultmem search` shows for the note ``slug`` (what the index holds of it)."""
+    found = vaultmem(vault, "search", "--json", query)
+    assert found.returncode == 0, found.stderr
+    return next(hit["snippet"] for hit in json.loads(found.stdout)["results"] if hit["slug"] == slug)
+
+
+def _commit_by_hand(vault: Path) -> None:
+    """What a person's git client does: the vault's changes committed, outside vaultmem."""
+    who = ["-c", "user.name=Person", "-c", "user.email=person@example.org"]
+    done = subprocess.run(["git", "-C", str(vault), *who, "commit", "-qam", "by hand"], capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_note_edited_while_nothing_ran_is_found_whatever_the_catalog_cache_holds(vault: Path) -> None:
+    """Each start reuses the catalog cache (``catalog.cache``, marshal behind a checksum) for the
+    files unchanged since it was saved: a file edited since is read again (even one the person
+    committed, which `git status` no longer lists), and a damaged cache is refused, the vault
+    parsed and the cache written anew."""
+    added = vaultmem(vault, "append", "--kind", "reference", "--title", "Weir birds", "--json",
+                     "A heron nests by the weir.")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert "heron" in _snippet_of(vault, "heron nests weir", "weir-birds")
+    cache = vault / ".vaultmem" / "catalog.cache"
+    assert cache.is_file()
+    note = next(vault.rglob("weir-birds.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("heron", "kingfisher"), encoding="utf-8")
+    _commit_by_hand(vault)  # so `git status` at start lists nothing: only the cache's check sees it
+    assert "kingfisher" in _snippet_of(vault, "kingfisher weir", "weir-birds")
+    raw = cache.read_bytes()
+    cache.write_bytes(raw[:-40] + bytes(b ^ 0x5A for b in raw[-40:]))  # damaged at its end
+    note.write_text(note.read_text(encoding="utf-8").replace("kingfisher", "otter"), encoding="utf-8")
+    assert "otter" in _snippet_of(vault, "otter weir", "weir-birds")
+    assert cache.read_bytes() != raw and cache.read_bytes()[:16] == raw[:16]  # rebuilt, same format
+    assert "otter" in _snippet_of(vault, "otter weir", "weir-birds")

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vaultmem.errors import InvalidInput
+from vaultmem.config import Settings
+from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.index.search import run_async
+from vaultmem.memory import Memory
 
 STATUSES = ["active", "unfiled", "archived", "deleted"]
 PROJECTS = [None, "alpha", "beta", "O'Brien's"]
@@ -178,3 +181,23 @@ def test_a_note_added_to_a_full_mirror_grows_it_by_an_eighth_not_twice() -> None
     mirror.put([record(5000, rng)], np.ones((1, 8), dtype=np.float32))
     assert len(mirror) == 2001
     assert 2001 <= mirror.capacity <= 2000 + 2000 // 8 + 256
+
+
+def test_opening_a_vault_with_its_index_leaves_the_collector_running_and_the_open_frozen(
+    vault: Path,
+) -> None:
+    """The facade pauses Python's collector while it opens the index (docs/benchmarks.md, "Start at
+    100k"); afterwards it runs again, with what the open built frozen out of its passes."""
+    assert gc.isenabled()
+    with Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder()) as memory:
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0
+        memory.reconcile()
+    assert gc.isenabled()
+
+
+def test_a_failed_open_leaves_the_collector_running(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(VaultError, match="not the top of a git repository"):
+        Memory(Settings.resolve(tmp_path / "plain"), embedder=FakeEmbedder())
+    assert gc.isenabled()

@@ -15,7 +15,6 @@ public seam: ``Memory(settings, clock=...)``. Everything an adapter needs is exp
 from __future__ import annotations
 
 import dataclasses
-import gc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_, InvalidInput, VaultError
 from vaultmem.filing.projects import Project
+from vaultmem.index.heap import opening_pauses_the_collector
 from vaultmem.index.protocol import Embedder
 from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
@@ -67,6 +67,7 @@ __all__ = [
 class Memory:
     """One vault, opened: every operation of the memory tools, the graph tools and the CLI."""
 
+    @opening_pauses_the_collector  # what opening an index builds lives as long as the process
     def __init__(
         self,
         settings: Settings,
@@ -86,8 +87,6 @@ class Memory:
                 f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
                 f"{layout.root}` to make it a vault (existing notes are kept)"
             )
-        if index:  # what exists now lives as long as the process: out of the collector's way
-            gc.freeze()  # (opening builds ~10 objects per note: docs/architecture.md, "Starting fast")
         catalog = Catalog(layout)
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
@@ -139,8 +138,6 @@ class Memory:
         self._crystallize = Crystallize(ctx)
         self._history = History(ctx)
         self._sync = Syncing(ctx, self._keeper)
-        if index:
-            gc.freeze()
 
     # -- lifecycle --------------------------------------------------------------------------------
     def reconcile(self, progress: Progress | None = None) -> ReconcileReport:

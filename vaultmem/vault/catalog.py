@@ -9,9 +9,9 @@ current by the write path and the watcher. Malformed notes are recorded as probl
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
-import json
 import logging
 import posixpath
 import re
@@ -30,9 +30,10 @@ from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -201,7 +202,7 @@ class Catalog:
         #: Paths that look like notes but are never read: ``{printable path: why}`` (a name that is
         #: not UTF-8, a named pipe, a socket, a device). Reported by doctor and health.
         self.skipped: dict[str, str] = {}
-        self._cache_file = layout.state_dir / "catalog.json"
+        self._cache_file = layout.state_dir / "catalog.cache"
 
     # -- building ---------------------------------------------------------------------------
     def scan(self) -> tuple[int, int]:
@@ -482,46 +483,46 @@ class Catalog:
     # -- the cache --------------------------------------------------------------------------
     def _load_cache(self) -> dict[str, Entry]:
         """The entries saved by the last scan: one column of values per field of :data:`_FIELDS`
-        (not a row per entry, whose freed lists stayed in the heap: docs/architecture.md)."""
+        (not a row per entry, whose freed lists stayed in the heap: docs/architecture.md), in
+        ``marshal`` (:func:`marshal_state`): read ~5x faster than JSON, strings back interned and
+        tuples as tuples. A damaged or foreign cache, or another layout's, is ignored."""
         try:
-            data = json.loads(self._cache_file.read_text(encoding="utf-8"))
+            data = unmarshal_state(self._cache_file.read_bytes())
+            if not isinstance(data, tuple) or len(data) != 3 or data[:2] != (CACHE_VERSION, ENTRY_FIELDS):
+                return {}
+            columns = data[2]
             if (
-                not isinstance(data, dict)
-                or data.get("version") != CACHE_VERSION
-                or data.get("fields") != _FIELDS
+                not isinstance(columns, tuple)
+                or len(columns) != len(_FIELDS)
+                or len(set(map(len, columns))) > 1
             ):
                 return {}
-            columns = data["columns"]
-            if len(columns) != len(_FIELDS) or len({len(c) for c in columns}) > 1:
-                return {}
-            _tuples(columns)
-            for i in _REPEATED_AT:
-                columns[i] = [_shared(v) for v in columns[i]]
-            for i in _HELD_BY_THE_INDEX_TOO:
-                columns[i] = [None if v is None else sys.intern(v) for v in columns[i]]
-            created, updated = columns[_CREATED], columns[_UPDATED]
-            columns[_UPDATED] = [c if u == c else u for c, u in zip(created, updated, strict=True)]
             return {entry.path: entry for entry in map(Entry, *columns)}
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, EOFError, TypeError):
             return {}
 
     def save_cache(self) -> None:
         with self._lock:
             entries = list(self._by_path.values())
-        columns = [list(c) for c in zip(*entries, strict=True)] if entries else [[] for _ in _FIELDS]
-        payload = json.dumps(
-            {"version": CACHE_VERSION, "fields": _FIELDS, "columns": columns}, ensure_ascii=False
+        columns: list[tuple[Any, ...]] = (
+            list(zip(*entries, strict=True)) if entries else [() for _ in _FIELDS]
         )
+        for i in (*_REPEATED_AT, *_HELD_BY_THE_INDEX_TOO):  # saved interned, so read back interned
+            columns[i] = tuple(None if v is None else sys.intern(v) for v in columns[i])
         try:
-            atomic_write(self._cache_file, payload.encode("utf-8"), durable=False)
-        except (OSError, UnicodeEncodeError) as exc:  # derived: losing it only slows the next start
+            atomic_write(
+                self._cache_file, marshal_state((CACHE_VERSION, ENTRY_FIELDS, tuple(columns))), durable=False
+            )
+        except (OSError, ValueError) as exc:  # derived: losing it only slows the next start
             log.warning("the catalog cache %s was not saved: %s", self._cache_file, exc)
+            return
+        with contextlib.suppress(OSError):  # the JSON cache of earlier versions
+            (self._cache_file.parent / "catalog.json").unlink(missing_ok=True)
 
 
 #: Entry's fields in declaration order: the cache stores one column of values per field.
 _FIELDS = list(Entry.__annotations__)
 ENTRY_FIELDS = tuple(_FIELDS)
-_TAGS, _CREATED, _UPDATED = (_FIELDS.index(n) for n in ("tags", "created", "updated"))
 _PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
 _FLAT = [_FIELDS.index(n) for n in ("tags", "text_links", "body_tags", "aliases")]
 
