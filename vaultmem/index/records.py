@@ -156,3 +156,11 @@ def embedding_text(record: NoteRecord) -> str:
 def text_hash(text: str) -> str:
     """Key of a text in the embedding cache (together with the model id)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_search(query: str, k: int) -> None:
+    """Refuse a search with no words or asking for no results (the present's and the past's alike)."""
+    if not query.strip():
+        raise InvalidInput("the search query is empty; pass some words to search for")
+    if k < 1:
+        raise InvalidInput("k (the number of results) must be at least 1")

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from lancedb.background_loop import LOOP
 
-from vaultmem.errors import IndexError_, InvalidInput
+from vaultmem.errors import IndexError_
 from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage, scaled_scores
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.episodes import Episodes
@@ -37,7 +37,7 @@ from vaultmem.index.fusion import (
     propagate_context,
 )
 from vaultmem.index.mirror import NoteMirror
-from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult, check_search
 from vaultmem.index.timeline import Timeline
 
 __all__ = ["HybridSearcher", "LegHit", "run_async"]
@@ -155,7 +155,7 @@ class HybridSearcher:
 
     def search_bm25(self, query: str, filters: SearchFilters, k: int) -> SearchResult:
         """BM25 leg only."""
-        _check(query, k)
+        check_search(query, k)
         hits = self.bm25_candidates(query, filters, k)
         return SearchResult(
             hits=[SearchHit(h.record, h.score, ("bm25",), bm25_score=h.score) for h in hits], total=len(hits)
@@ -166,7 +166,7 @@ class HybridSearcher:
     ) -> SearchResult:
         """Vector leg only (``query`` may be a text or a vector)."""
         if isinstance(query, str):
-            _check(query, k)
+            check_search(query, k)
             vector = self.embed_query(query)
         else:
             vector = np.asarray(query, dtype=np.float32)
@@ -200,7 +200,7 @@ class HybridSearcher:
         time-adjacent hit (``match_source`` ``context``), is never gated. If the
         vector leg is unavailable the answer is the BM25 leg with ``degraded=True``.
         """
-        _check(query, k)
+        check_search(query, k)
         gate = self.calibration.min_relevance if min_relevance is None else min_relevance
         pool = max(self.fusion.pool, k)
         self._ready()
@@ -307,10 +307,3 @@ class HybridSearcher:
     def _adjacency(self, ids: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
         f = self.fusion
         return self.episodes.adjacency(ids, f.context_window_s, f.context_radius, f.coherence_floor)
-
-
-def _check(query: str, k: int) -> None:
-    if not query.strip():
-        raise InvalidInput("the search query is empty; pass some words to search for")
-    if k < 1:
-        raise InvalidInput("k (the number of results) must be at least 1")

@@ -45,6 +45,7 @@ from vaultmem.index.records import (
     SearchFilters,
     SearchHit,
     SearchResult,
+    check_search,
     embedding_text,
     search_text,
     text_hash,
@@ -384,7 +385,7 @@ class PastView:
 
     def search_vector(self, query: str, filters: SearchFilters, k: int) -> SearchResult:
         """The vector leg alone, over the notes as they were."""
-        _check(query, k)
+        check_search(query, k)
         vector = self._vector(query)
         store = self.store
         with store.lock:
@@ -409,7 +410,7 @@ class PastView:
         """Hybrid search over the notes as they were: BM25 over their texts then and cosines of
         those texts' vectors, fused, lifted by their time-adjacent notes then, gated at
         ``min_relevance`` (the calibration's gate by default), cut to ``k``."""
-        _check(query, k)
+        check_search(query, k)
         gate = self.calibration.min_relevance if min_relevance is None else min_relevance
         pool = max(self.fusion.pool, k)
         warnings: list[str] = []
@@ -504,10 +505,3 @@ def _missing(count: int) -> tuple[str, ...]:
         f"{count} past version(s) in the answer's scope have no vector yet (their texts are being "
         "embedded in the background): the vector leg left them out",
     )
-
-
-def _check(query: str, k: int) -> None:
-    if not query.strip():
-        raise InvalidInput("the search query is empty; pass some words to search for")
-    if k < 1:
-        raise InvalidInput("k (the number of results) must be at least 1")
