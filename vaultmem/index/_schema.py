@@ -95,23 +95,17 @@ def note_row(
     return row
 
 
-def _column(table: pa.Table | pa.RecordBatch, name: str) -> Any:
-    """One column as a single Arrow array (a table's column may come in chunks, a batch's not)."""
-    column = table[name]
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
-def chunks_from_table(table: pa.Table | pa.RecordBatch, dim: int) -> list[Chunks]:
+def chunks_from_batch(batch: pa.RecordBatch, dim: int) -> list[Chunks]:
     """Each row's chunk spans (``(m, 2)``) and vectors (``(m, dim)``), from the chunk columns."""
-    spans = _column(table, "chunk_spans")
-    vectors = _column(table, "chunk_vectors")
+    spans = batch.column("chunk_spans")
+    vectors = batch.column("chunk_vectors")
     span_at = spans.offsets.to_numpy()
     vec_at = vectors.offsets.to_numpy()
     span_values = spans.flatten().to_numpy(zero_copy_only=False).astype(np.int32).reshape(-1, 2)
     vec_values = vectors.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
     none = (np.zeros((0, 2), dtype=np.int32), np.zeros((0, dim), dtype=np.float32))
     out = []
-    for i in range(table.num_rows):
+    for i in range(batch.num_rows):
         a, b = int(vec_at[i] - vec_at[0]), int(vec_at[i + 1] - vec_at[0])
         if a == b:
             out.append(none)
@@ -178,7 +172,7 @@ async def read_notes(
                 )
             vectors[start : len(records)] = column.flatten().to_numpy().reshape(-1, dim)
             if with_chunks:
-                chunks.extend(chunks_from_table(batch, dim))
+                chunks.extend(chunks_from_batch(batch, dim))
     if len(vectors) != len(records):
         vectors = vectors[: len(records)].copy()
     return records, vectors, (chunks if with_chunks and records else None)

@@ -527,21 +527,17 @@ _PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
 _FLAT = [_FIELDS.index(n) for n in ("tags", "text_links", "body_tags", "aliases")]
 
 
-def _tuples(columns: list[list[Any]]) -> None:
-    """JSON's lists back to the tuples the entry's sequence fields hold, column by column."""
-    for i in _FLAT:
-        columns[i] = [tuple(v) if v else () for v in columns[i]]
-    for i in _PAIRS:
-        columns[i] = [tuple(tuple(item) for item in v) if v else () for v in columns[i]]
-
-
 def entry_from_row(row: list[Any]) -> Entry:
-    """The entry ``list(entry)`` read back from JSON holds (ValueError when it holds none)."""
+    """The entry ``list(entry)`` read back from JSON holds (ValueError when it holds none): JSON's
+    lists become the tuples the entry's sequence fields hold."""
     if not isinstance(row, list) or len(row) != len(_FIELDS):  # a short row would take defaults
         raise ValueError("not a catalog entry row")
-    columns = [[value] for value in row]
-    _tuples(columns)
-    return Entry(*(c[0] for c in columns))
+    row = list(row)
+    for i in _FLAT:
+        row[i] = tuple(row[i]) if row[i] else ()
+    for i in _PAIRS:
+        row[i] = tuple(tuple(item) for item in row[i]) if row[i] else ()
+    return Entry(*row)
 
 
 #: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
