@@ -127,3 +127,25 @@ def test_an_unrelated_querys_best_hit_scores_below_the_gate_and_a_paraphrase_abo
     for query, title in PARAPHRASES:
         results = _search(running, query)
         assert results[0]["id"] == ids[title] and results[0]["score"] >= 0.4, (query, results[:1])
+
+
+def test_a_restarted_daemon_reads_the_long_notes_windows_back_and_still_finds_the_late_fact(
+    tmp_path: Any,
+) -> None:
+    """The windows beyond a note's first are stored in the notes table and read back, batch by
+    batch, when the index opens: a new daemon on the same vault answers the paraphrase from them
+    without embedding the note again."""
+    vault, _ = init_vault(tmp_path / "vault")
+    with running_daemon(vault, tmp_path / "token", embedder=OnnxEmbedder()) as first:
+
+        async def write() -> str:
+            async with mcp_client(first.url, first.token()) as client:
+                args = {"content": API_RECORD, "kind": "reference", "title": "API versioning"}
+                return str(structured(await client.call_tool("memory_append", args))["id"])
+
+        note_id = anyio.run(write)
+    with running_daemon(vault, tmp_path / "token", embedder=OnnxEmbedder()) as second:
+        assert second.memory is not None
+        results = _search(second, PARAPHRASE)
+    assert results and results[0]["id"] == note_id, results
+    assert not results[0]["snippet"].startswith("Decision record")  # from the window that matched
