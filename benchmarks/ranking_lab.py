@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ def stamp(dataset: Dataset, order: str) -> tuple[list[NoteRecord], dict[str, str
                 quarter, j = divmod(i, size)
                 slot, who = j * WRITERS + quarter, f"{project}/w{quarter}"
             created = (T0 + timedelta(seconds=slot)).isoformat()
-            out.append(replace(note, created=created, updated=created, session=who if SESSIONS else None))
+            out.append(note.but(created=created, updated=created, session=who if SESSIONS else None))
             writer[note.id] = who
     return out, writer
 
@@ -177,7 +177,7 @@ class Cands:
 def candidates(b: Built, text: str, project: str, pool: int = 50) -> Cands:
     s = b.index.searcher
     f = SearchFilters(project=project)
-    bm25 = s._bm25_finish(s._bm25_start(text, f, pool), f)
+    bm25 = s.mirror.lexical(text, f, pool)
     qvec = s.embed_query(text)
     vector = b.index.mirror.nearest(qvec, f, pool)
     return Cands(bm25, vector, qvec)
@@ -348,7 +348,7 @@ def rm3_expand(
         return bm25
     s = b.index.searcher
     f = SearchFilters(project=project)
-    second = s._bm25_finish(s._bm25_start(" ".join(terms), f, 50), f)
+    second = s.mirror.lexical(" ".join(terms), f, 50)
     mix: dict[str, float] = {}
     for leg, w in ((bm25, 1 - weight), (second, weight)):
         if not leg:
@@ -428,6 +428,34 @@ def run(b: Built, ranker: Ranker) -> dict[str, Any]:
     return evaluate_notes(runs, {}, b.dataset)
 
 
+#: ``shipped@k1=0.9,bt=0.4,bb=0.6,tw=2`` or ``bm25@...``: the lexical leg's parameters
+#: (:mod:`vaultmem.index.bm25`, applied at query time) set for one variant's run.
+LEXICAL_KNOBS = {"k1": "K1", "bt": "B_TITLE", "bb": "B_BODY", "tw": "TITLE_WEIGHT"}
+
+
+def with_lexical(ranker: Ranker, spec: str) -> Ranker:
+    from vaultmem.index import bm25
+
+    knobs = {LEXICAL_KNOBS[k]: float(v) for k, _, v in (p.partition("=") for p in spec.split(",") if p)}
+
+    def rank(b: Built, text: str, project: str) -> list[str]:
+        saved = {name: getattr(bm25, name) for name in knobs}
+        for name, value in knobs.items():
+            setattr(bm25, name, value)
+        try:
+            return ranker(b, text, project)
+        finally:
+            for name, value in saved.items():
+                setattr(bm25, name, value)
+
+    return rank
+
+
+def variant(name: str) -> Ranker:
+    base, _, spec = name.partition("@")
+    return with_lexical(VARIANTS[base], spec) if spec else VARIANTS[base]
+
+
 def line(name: str, variant: str, scores: dict[str, Any]) -> str:
     a = scores["all"]
     cats = " ".join(f"{scores[f'cat{c}']['recall@5']:.3f}" for c in range(1, 6) if f"cat{c}" in scores)
@@ -497,7 +525,7 @@ def main() -> None:
                 VARIANTS["chunk-top2"] = chunked(lambda _b, m=made: m, mode="top2")
                 VARIANTS["chunk-max-noctx"] = chunked(lambda _b, m=made: m, context_w=0.0)
             for v in args.variants:
-                scores = run(b, VARIANTS[v])
+                scores = run(b, variant(v))
                 results[f"{spec}|{v}"] = scores
                 print(line(spec, v, scores), flush=True)
             b.index.close()

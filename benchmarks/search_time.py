@@ -57,10 +57,10 @@ def breakdown(index: NoteIndex, queries: list[str], project: str) -> dict[str, l
     for q in queries:
         vec = timed(samples, "embed the query (real model)", lambda q=q: index.embedder.embed([q])[0])
         bm25 = timed(
-            samples, "BM25 leg, whole question", lambda q=q: s._bm25_finish(s._bm25_start(q, f, 50), f)
+            samples, "BM25 leg, whole question", lambda q=q: s.mirror.lexical(q, f, 50)
         )
         short = " ".join(q.split()[:3])
-        timed(samples, "BM25 leg, first 3 words", lambda t=short: s._bm25_finish(s._bm25_start(t, f, 50), f))
+        timed(samples, "BM25 leg, first 3 words", lambda t=short: s.mirror.lexical(t, f, 50))
         vector = timed(samples, "vector scan (mirror)", lambda v=vec: index.mirror.nearest(v, f, 50))
 
         def fuse_and_context(bm25: Any = bm25, vector: Any = vector, vec: Any = vec) -> Any:

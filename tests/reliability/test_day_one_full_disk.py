@@ -120,7 +120,7 @@ server = subprocess.Popen(
 filler = os.path.join(state, "filler")
 for line in sys.stdin:
     if line.strip() == "fill":
-        with open(filler, "ab") as out:
+        with open(filler, "ab", buffering=0) as out:  # unbuffered: closing it writes nothing more
             try:
                 while True:
                     out.write(b"\0" * 65536)

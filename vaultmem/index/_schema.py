@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree
+from lancedb.index import Bitmap, BTree
 
 from vaultmem.errors import IndexError_
 from vaultmem.index.records import NoteRecord
@@ -35,10 +35,9 @@ RECORD_COLUMNS = (
 
 
 def notes_schema(dim: int) -> pa.Schema:
-    """The ``notes`` table: the record, the BM25 text and the vector."""
+    """The ``notes`` table: the record and its vectors (the lexical leg is built from the records)."""
     fields = [pa.field(name, pa.string(), nullable=name in ("project", "session")) for name in RECORD_COLUMNS]
     fields[RECORD_COLUMNS.index("tags")] = pa.field("tags", pa.list_(pa.string()), nullable=False)
-    fields.append(pa.field("search_text", pa.string(), nullable=False))
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))
     # A long note's windows beyond the first: body spans (start, end, start, end, ...) and vectors.
     fields.append(pa.field("chunk_spans", pa.list_(pa.int32()), nullable=False))
@@ -61,26 +60,19 @@ def cache_schema() -> pa.Schema:
     )
 
 
-def fts_config() -> FTS:
-    """Options of the native BM25 index over ``search_text`` (see docs/benchmarks.md)."""
-    return FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True)
-
-
-#: LanceDB's name for the full-text index on ``search_text`` (``<column>_idx``).
-FTS_INDEX = "search_text_idx"
+#: The notes table's index of ids, whose lag (rows not yet in it) decides when maintenance folds.
+ID_INDEX = "id_idx"
 
 
 async def create_note_indices(table: Any) -> None:
-    """BM25 over ``search_text``; scalar indices that make id lookups and scoped prefilters cheap."""
-    await table.create_index("search_text", config=fts_config(), name=FTS_INDEX)
-    await table.create_index("id", config=BTree())
+    """Scalar indices that make id lookups (the writer's deletes and merges) and filters cheap."""
+    await table.create_index("id", config=BTree(), name=ID_INDEX)
     await table.create_index("project", config=Bitmap())
     await table.create_index("status", config=Bitmap())
 
 
 def note_row(
     record: NoteRecord,
-    text_for_search: str,
     vector: npt.NDArray[np.float32],
     chunk_spans: npt.NDArray[np.int32],
     chunk_vectors: npt.NDArray[np.float32],
@@ -88,7 +80,6 @@ def note_row(
     """One ``notes`` row."""
     row: dict[str, Any] = {name: getattr(record, name) for name in RECORD_COLUMNS}
     row["tags"] = list(record.tags)
-    row["search_text"] = text_for_search
     row["vector"] = vector
     row["chunk_spans"] = chunk_spans.reshape(-1).tolist()
     row["chunk_vectors"] = list(chunk_vectors)

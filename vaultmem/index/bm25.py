@@ -1,16 +1,19 @@
-"""An in-memory BM25 over many documents, scored over whichever subset a query names.
+"""The lexical analysis and BM25F scoring shared by the present's search and the past's.
 
-The present search's full-text leg is LanceDB's native index over the notes table. A search into
-the past (``as_of``, :mod:`vaultmem.index.versions`) ranks the notes as they were at one moment, a
-different subset of every version for every moment, so its term statistics cannot be precomputed:
-here the postings are kept per document, and :meth:`Bm25Corpus.scores` computes document
-frequencies, the average length and the scores over the documents the caller says are in the
-corpus *then* (a count per document: two notes may share one text). At 30k documents that is a
-few NumPy operations per query term.
+A note is two fields: its **title**, and its **body** with its tags (:func:`vaultmem.index.records.
+lexical_fields`). A term's frequency in each is normalised by that field's length against the
+field's average, the title's weighted, the two summed and saturated once (BM25F: Robertson and
+Zaragoza, "The Probabilistic Relevance Framework", 2009, section 3.5). The present's leg keeps
+its postings in :mod:`vaultmem.index.lexical`; :class:`Bm25Corpus` here keeps the past's, over
+many documents and scored over whichever subset a query names: a search into the past
+(``as_of``, :mod:`vaultmem.index.versions`) ranks the notes as they were at one moment, a
+different subset of every version for every moment, so its statistics (document frequencies,
+*N*, average field lengths) are computed per query over the documents the caller says are in the
+corpus *then* (a count per document: two notes may share one text).
 
-The analyzer mirrors the notes table's full-text configuration (``index/_schema.py: fts_config``):
-words are runs of letters and digits, lower-cased, folded to ASCII, at most 40 characters,
-English stop words dropped, Snowball-stemmed. Okapi BM25 with ``k1 = 1.2``, ``b = 0.75``.
+Words are runs of letters and digits, lower-cased, folded to ASCII, at most 40 characters,
+English stop words dropped (the Snowball list: function words say nothing about which note
+answers), Snowball-stemmed (``snowballstemmer``, pure Python).
 """
 
 from __future__ import annotations
@@ -27,28 +30,47 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Analyzer", "Bm25Corpus"]
+__all__ = ["Analyzer", "Bm25Corpus", "field_counts", "field_norms", "term_scores"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Longer runs are ids, hashes or pasted blobs, never words someone searches for.
 MAX_TERM_CHARS = 40
-#: English stop words (the classic information-retrieval list).
-STOP_WORDS = frozenset(
+#: English stop words: the classic information-retrieval list, then (below) the Snowball project's.
+_CLASSIC_STOP_WORDS = frozenset(
     {
         "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
         "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
         "they", "this", "to", "was", "will", "with",
     }
 )  # fmt: skip
-K1 = 1.2
-B = 0.75
+#: The Snowball project's English stop words (function words: pronouns, auxiliaries, articles,
+#: prepositions, conjunctions), with the pieces the tokenizer cuts contractions into ("don't" ->
+#: "don", "t"): a question's "what did she ... about" says nothing about which note answers it.
+STOP_WORDS = _CLASSIC_STOP_WORDS | frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+    she her hers herself its itself them theirs themselves what which who whom those am were been
+    being have has had having do does did doing would should could ought because until while about
+    against between through during before after above below from up down out off over under again
+    further once here when where why how all any both each few more most other some nor only own
+    same so than too very s t d ll m re ve don didn doesn isn aren wasn weren hasn haven hadn wouldn
+    shouldn couldn mustn shan""".split()  # noqa: SIM905 - a list of 120 words reads better as text
+)
+#: Term-frequency saturation.
+K1 = 1.0
+#: Length normalisation of the title and of the body.
+B_TITLE = 0.3
+B_BODY = 0.5
+#: A title word's weight against a body word's.
+TITLE_WEIGHT = 2.0
+#: Packed frequencies: the title's in the high 15 bits, the body's in the low 16.
+_BODY_MASK = 0xFFFF
 
 
 class Analyzer:
     """Text to index terms; stems are memoised (a vault's vocabulary is small, its texts many)."""
 
     def __init__(self) -> None:
-        import snowballstemmer  # only a search into the past needs it
+        import snowballstemmer
 
         self._stem: Callable[[str], str] = snowballstemmer.stemmer("english").stemWord
         self._memo: dict[str, str] = {}
@@ -82,46 +104,83 @@ def _ascii_folded(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
+def field_counts(analyzer: Analyzer, title: str, body: str) -> tuple[dict[str, int], int, int]:
+    """Each term of the two fields with its packed frequencies, and the fields' lengths in terms."""
+    title_terms, body_terms = analyzer.terms(title), analyzer.terms(body)
+    counts = {t: min(c, 0x7FFF) << 16 for t, c in Counter(title_terms).items()}
+    for term, count in Counter(body_terms).items():
+        counts[term] = counts.get(term, 0) + min(count, _BODY_MASK)
+    return counts, len(title_terms), len(body_terms)
+
+
+def field_norms(
+    title_len: npt.NDArray[np.float32], body_len: npt.NDArray[np.float32], title_avg: float, body_avg: float
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Each document's length normalisation of its title and of its body."""
+    return (
+        (1.0 - B_TITLE) + B_TITLE * title_len / max(title_avg, 1e-6),
+        (1.0 - B_BODY) + B_BODY * body_len / max(body_avg, 1e-6),
+    )
+
+
+def term_scores(
+    df: int,
+    population: int,
+    packed: npt.NDArray[np.int32],
+    title_norm: npt.NDArray[np.float32],
+    body_norm: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """One term's BM25F score in each document holding it (``packed`` and the norms: theirs)."""
+    idf = math.log(1.0 + (population - df + 0.5) / (df + 0.5))
+    tf = TITLE_WEIGHT * (packed >> 16) / title_norm + (packed & _BODY_MASK) / body_norm
+    return (idf * tf / (K1 + tf)).astype(np.float32)
+
+
 class Bm25Corpus:
-    """Documents added once, each a text; postings kept per term (appendable, compact arrays)."""
+    """Documents added once, each a title and a body; postings kept per term (appendable arrays)."""
 
     def __init__(self, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
         self._terms: dict[str, int] = {}
         self._docs: list[array[int]] = []  # per term: the documents holding it
-        self._tfs: list[array[int]] = []  # per term: how often each holds it
-        self._lengths = array("i")  # per document: its number of terms
+        self._tfs: list[array[int]] = []  # per term: its packed frequencies in each
+        self._title_len = array("i")  # per document: its title's number of terms
+        self._body_len = array("i")  # and its body's
 
     def __len__(self) -> int:
-        return len(self._lengths)
+        return len(self._title_len)
 
-    def add(self, text: str) -> int:
+    def add(self, title: str, body: str) -> int:
         """Index one document; returns its number."""
-        doc = len(self._lengths)
-        terms = self.analyzer.terms(text)
-        for term, count in Counter(terms).items():
+        doc = len(self._title_len)
+        counts, title_len, body_len = field_counts(self.analyzer, title, body)
+        for term, packed in counts.items():
             number = self._terms.get(term)
             if number is None:
                 number = self._terms[term] = len(self._docs)
                 self._docs.append(array("i"))
                 self._tfs.append(array("i"))
             self._docs[number].append(doc)
-            self._tfs[number].append(count)
-        self._lengths.append(len(terms))
+            self._tfs[number].append(packed)
+        self._title_len.append(title_len)
+        self._body_len.append(body_len)
         return doc
 
-    def frozen(self) -> tuple[list[int], list[tuple[str, array[int], array[int]]]]:
-        """A copy of the postings (the lengths, and each term's documents and counts) that later
-        additions leave alone: a snapshot is written from it outside the store's lock."""
+    def frozen(self) -> tuple[list[list[int]], list[tuple[str, array[int], array[int]]]]:
+        """A copy of the postings (each document's ``[title length, body length]``, and each term's
+        documents and packed counts) that later additions leave alone: a snapshot is written from
+        it outside the store's lock."""
         terms = list(self._terms)
-        return self._lengths.tolist(), [
+        lengths = [list(pair) for pair in zip(self._title_len, self._body_len, strict=True)]
+        return lengths, [
             (term, array("i", self._docs[i]), array("i", self._tfs[i])) for i, term in enumerate(terms)
         ]
 
-    def restore(self, lengths: list[int], postings: Iterable[list[Any]]) -> None:
+    def restore(self, lengths: list[list[int]], postings: Iterable[list[Any]]) -> None:
         """Hold the postings :meth:`frozen` gave, read back as ``[term, docs, counts]`` lists (a
         ValueError or TypeError when they are not)."""
-        self._lengths = array("i", lengths)
+        self._title_len = array("i", (int(t) for t, _ in lengths))
+        self._body_len = array("i", (int(b) for _, b in lengths))
         for term, docs, tfs in postings:
             if len(docs) != len(tfs) or str(term) in self._terms:
                 raise ValueError("a posting list is not one")
@@ -130,7 +189,7 @@ class Bm25Corpus:
             self._tfs.append(array("i", tfs))
 
     def scores(self, query: str, present: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        """BM25 of every document for ``query``, over the corpus ``present`` describes: for each
+        """BM25F of every document for ``query``, over the corpus ``present`` describes: for each
         document, how many of the searched items hold it (0: not in the corpus now). A document
         outside it scores 0."""
         n_docs = len(present)
@@ -138,21 +197,26 @@ class Bm25Corpus:
         population = int(present.sum())
         if population == 0:
             return out
-        lengths = np.asarray(self._lengths[:n_docs], dtype=np.float32)
-        average = float((lengths * present).sum()) / population or 1.0
+        title_len = np.asarray(self._title_len[:n_docs], dtype=np.float32)
+        body_len = np.asarray(self._body_len[:n_docs], dtype=np.float32)
+        title_norm, body_norm = field_norms(
+            title_len,
+            body_len,
+            float((title_len * present).sum()) / population,
+            float((body_len * present).sum()) / population,
+        )
         for term in dict.fromkeys(self.analyzer.terms(query)):
             number = self._terms.get(term)
             if number is None:
                 continue
             docs = np.asarray(self._docs[number], dtype=np.intp)
-            tfs = np.asarray(self._tfs[number], dtype=np.float32)
+            packed = np.asarray(self._tfs[number], dtype=np.int32)
             inside = docs < n_docs  # documents added after ``present`` was counted
-            docs, tfs = docs[inside], tfs[inside]
-            held = present[docs]
-            df = int(held.sum())
+            docs, packed = docs[inside], packed[inside]
+            held = present[docs] > 0
+            df = int(present[docs].sum())
             if df == 0:
                 continue
-            idf = math.log(1.0 + (population - df + 0.5) / (df + 0.5))
-            norm = K1 * (1.0 - B + B * lengths[docs] / average)
-            out[docs] += np.where(held > 0, idf * tfs * (K1 + 1.0) / (tfs + norm), 0.0)
+            docs, packed = docs[held], packed[held]
+            out[docs] += term_scores(df, population, packed, title_norm[docs], body_norm[docs])
         return out

@@ -15,9 +15,10 @@ from vaultmem.vault.atomic import atomic_write
 
 __all__ = ["LAYOUT_VERSION", "IndexMeta"]
 
-#: Bump when the derived columns (search_text, embedding text, chunks) or FTS options change.
+#: Bump when the derived columns (embedding text, chunks) or the table's indices change.
 #: 4: the writing session, the title counted twice in search_text, chunk vectors of long notes.
-LAYOUT_VERSION = 4
+#: 5: no ``search_text`` column and no full-text index (the lexical leg lives in memory).
+LAYOUT_VERSION = 5
 
 
 @dataclass

@@ -21,7 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultmem.errors import InvalidInput
+from vaultmem.index.bm25 import Analyzer
 from vaultmem.index.chunk_matrix import ChunkMatrix, Spans
+from vaultmem.index.lexical import LexicalIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.vault.multimap import Multimap
 
@@ -75,6 +77,8 @@ class NoteMirror:
         self._status_codes = _Codes()
         self._project_codes = _Codes()
         self._kind_codes = _Codes()
+        # Kept across reloads: its memo of stems is the vault's vocabulary.
+        self._analyzer = Analyzer()
         self._reset(dim, capacity)
 
     def _reset(self, dim: int, capacity: int) -> None:
@@ -90,6 +94,7 @@ class NoteMirror:
         self._project = np.zeros(capacity, dtype=np.int32)
         self._kind = np.zeros(capacity, dtype=np.int32)
         self._chunks = ChunkMatrix(dim)
+        self._lexical = LexicalIndex(self._analyzer)
 
     # ----------------------------------------------------------------- writes
 
@@ -124,6 +129,7 @@ class NoteMirror:
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
                 )
                 self._kind[row] = self._kind_codes.code(record.kind)
+                self._lexical.add(record, row)
                 if chunks is not None:
                     self._chunks.set(record.id, row, *chunks[i])
                 else:
@@ -138,6 +144,7 @@ class NoteMirror:
                     continue
                 self._unlink_path(self._records[row])
                 self._chunks.drop(note_id)
+                self._lexical.remove(row)
                 last = self._n - 1
                 if row != last:  # fill the hole with the last row, so rows stay dense
                     moved = self._ids[last]
@@ -145,6 +152,7 @@ class NoteMirror:
                     self._records[row] = self._records[last]
                     self._row[moved] = row
                     self._chunks.moved(moved, row)
+                    self._lexical.move(last, row)
                     for column in (self._vectors, self._status, self._project, self._kind):
                         column[row] = column[last]
                 self._ids.pop()
@@ -194,6 +202,9 @@ class NoteMirror:
         chunk_matrix = ChunkMatrix(dim)
         for i, (r, (spans, chunk_vectors)) in enumerate(zip(shared, chunks or (), strict=False)):
             chunk_matrix.set(r.id, i, spans, chunk_vectors)
+        lexical = LexicalIndex(self._analyzer)
+        for i, r in enumerate(shared):
+            lexical.add(r, i)
         with self._lock:
             self.dim, self._n = dim, len(shared)
             self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
@@ -204,6 +215,7 @@ class NoteMirror:
                 kind_codes,
             )
             self._chunks = chunk_matrix
+            self._lexical = lexical
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
@@ -340,6 +352,20 @@ class NoteMirror:
             mask = self._mask_locked(filters)
             rows = [(i, self._row[i]) for i in ids if i in self._row]
             return {i for i, row in rows if mask is None or mask[row]}
+
+    def lexical(self, query: str, filters: SearchFilters, n: int) -> list[tuple[str, float]]:
+        """The ``n`` notes inside ``filters`` with the best BM25F scores for ``query`` (the lexical
+        leg, :mod:`~vaultmem.index.lexical`): ``(id, score)``, best first, ties by id."""
+        with self._lock:
+            rows, scores = self._lexical.scores(query)
+            mask = self._mask_locked(filters)
+            if mask is not None:
+                inside = mask[rows]
+                rows, scores = rows[inside], scores[inside]
+            top = np.argpartition(-scores, n - 1)[:n] if len(scores) > n else np.arange(len(scores))
+            found = [(self._ids[int(rows[t])], float(scores[t])) for t in top]
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return found
 
     def nearest(self, query: Vector, filters: SearchFilters, n: int) -> list[tuple[str, float]]:
         """The ``n`` notes inside ``filters`` most similar to ``query``: ``(id, cosine)``, best first.

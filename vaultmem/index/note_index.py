@@ -4,24 +4,23 @@ Everything here can be rebuilt from the vault: deleting the state directory lose
 person cares about. Every LanceDB error is translated once, here, into
 :class:`~vaultmem.errors.IndexError_`.
 
-Layout under ``<state_dir>/lancedb``: ``notes`` (one row per note, vector + combined
-``search_text`` with LanceDB's native BM25 index) and ``embeddings`` (:mod:`~vaultmem.index.cache`).
+Layout under ``<state_dir>/lancedb``: ``notes`` (one row per note: its record, vector and the
+vectors of a long note's windows) and ``embeddings`` (:mod:`~vaultmem.index.cache`).
 ``<state_dir>/index.json`` records the model id, vector width and index layout version the tables
 were built with. The edge graph is held in memory only (``sync/graph.py``).
 
 In memory: a :class:`~vaultmem.index.mirror.NoteMirror` of the notes table (records, vectors,
-filter columns) and the per-project :class:`~vaultmem.index.timeline.Timeline`, both loaded from
-the notes table at open. Writes go through a :class:`~vaultmem.index.writer.WriteQueue`: the call
-returns at once, one thread embeds and commits in order, and every read first waits for the
-writes queued before it (read your writes without making the vault's write path wait). When the
-tables are maintained is :mod:`~vaultmem.index.maintenance`'s business; how they are searched,
-:mod:`~vaultmem.index.search`'s.
+filter columns, the lexical leg's postings) and the per-project
+:class:`~vaultmem.index.timeline.Timeline`, both loaded from the notes table at open. Writes go
+through a :class:`~vaultmem.index.writer.WriteQueue`: the call returns at once, one thread embeds
+and commits in order, and every read first waits for the writes queued before it (read your
+writes without making the vault's write path wait). When the tables are maintained is
+:mod:`~vaultmem.index.maintenance`'s business; how they are searched, :mod:`~vaultmem.index.search`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import Counter
@@ -46,7 +45,7 @@ from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.note_vectors import NoteVectors, VectorMaker
-from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult, search_text, sql_in
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult, sql_in, sql_literal
 from vaultmem.index.search import HybridSearcher, run_async
 from vaultmem.index.timeline import Timeline
 from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
@@ -138,7 +137,6 @@ class NoteIndex:
             timeline=self.timeline,
             episodes=self.episodes,
             embedder=embedder,
-            table=lambda: self._notes,
             ready=self.wait_for_writes,
             stale=self.needs_rebuild,
             fusion=config,
@@ -398,10 +396,7 @@ class NoteIndex:
         self._maintenance.pending_writes += 1
 
     def _rows(self, records: Sequence[NoteRecord], made: NoteVectors) -> pa.Table:
-        rows = [
-            _schema.note_row(r, search_text(r), made.vectors[i], *made.chunks[i])
-            for i, r in enumerate(records)
-        ]
+        rows = [_schema.note_row(r, made.vectors[i], *made.chunks[i]) for i, r in enumerate(records)]
         return pa.Table.from_pylist(rows, schema=run_async(self._notes.schema()))
 
     def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
@@ -497,18 +492,21 @@ class NoteIndex:
         return self.searcher.search_vector(query, filters or SearchFilters(), k)
 
     def probe(self) -> str | None:
-        """Read every part of the index once (rows, vectors, the full-text index) as a search
-        does; the error when one fails, None when the index can be searched."""
+        """Read every part of the index once (rows, vectors, the scalar indices the writer's
+        deletes and merges use) as a search or a write does; the error when one fails, None when
+        the index can be used."""
         records = self.mirror.records()
-        # A word some note holds, so the full-text leg fetches a row (a query matching nothing
-        # reads no data files, and so passes on an index whose files are gone).
-        words = re.findall(r"[^\W_]{3,}", f"{records[0].title} {records[0].text}")[:1] if records else []
         try:
             self.count()
             with _lance_errors("read a row"):
                 run_async(self._notes.query().limit(1).to_arrow())
+                if records:  # through the id, status and project indices (a lookup reads their files)
+                    first = records[0]
+                    where = f"id = {sql_literal(first.id)} AND status = {sql_literal(first.status)}"
+                    if first.project is not None:
+                        where += f" AND project = {sql_literal(first.project)}"
+                    run_async(self._notes.query().where(where).limit(1).to_arrow())
             self.search("vaultmem index check", k=1)
-            self.search_bm25(words[0] if words else "vaultmem index check", k=1)
         except Exception as exc:  # LanceDB lets some errors through untranslated
             return str(exc)
         return None
@@ -566,7 +564,7 @@ class NoteIndex:
         """Swap in a fresh connection and table handles (call with :attr:`apply_lock` held).
 
         A LanceDB handle keeps every index version it has seen open, with its caches: one file
-        descriptor per FTS rebuild and a steadily growing RSS in a long-running daemon (found by
+        descriptor per index rebuild and a steadily growing RSS in a long-running daemon (found by
         the soak test). Reopening after maintenance lets them go; a search still running on the
         old handle keeps it until it finishes.
         """
@@ -576,9 +574,9 @@ class NoteIndex:
             self._db, self._notes, self._cache.table = db, notes, embeddings
 
     def unindexed_rows(self) -> int:
-        """Rows of the notes table the full-text index does not cover yet (scanned, not looked up)."""
-        with _lance_errors("read its full-text index statistics"):
-            stats = run_async(self._notes.index_stats(_schema.FTS_INDEX))
+        """Rows of the notes table its index of ids does not cover yet (scanned, not looked up)."""
+        with _lance_errors("read its index statistics"):
+            stats = run_async(self._notes.index_stats(_schema.ID_INDEX))
         return 0 if stats is None else int(stats.num_unindexed_rows)
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "embedding_text",
-    "search_text",
+    "lexical_fields",
     "sql_literal",
     "text_hash",
 ]
@@ -138,14 +138,10 @@ def sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
 
 
-def search_text(record: NoteRecord) -> str:
-    """The text the full-text (BM25) leg indexes: title, body, tags, and the title again (a
-    title's words count twice: field weighting, measured in docs/benchmarks.md)."""
-    parts = [record.title, record.text]
-    if record.tags:
-        parts.append(" ".join(record.tags))
-    parts.append(record.title)
-    return "\n".join(p for p in parts if p)
+def lexical_fields(record: NoteRecord) -> tuple[str, str]:
+    """The two fields the lexical (BM25F) leg indexes: the title, and the body followed by the tags."""
+    body = record.text if not record.tags else f"{record.text}\n{' '.join(record.tags)}"
+    return record.title, body
 
 
 def embedding_text(record: NoteRecord) -> str:

@@ -1,13 +1,13 @@
 """The two search legs and their fusion.
 
-The BM25 leg is LanceDB's native full-text search over ``search_text`` with the caller's
-:class:`SearchFilters` pushed down as a prefilter; it runs on LanceDB's event loop while the
-query is embedded. The vector leg, the context step's neighbour cosines and the records of the
-hits come from the index's in-memory :class:`~vaultmem.index.mirror.NoteMirror`, with the same
-filters applied on its columns, so a scoped search ranks only rows inside the scope.
+Both legs, the context step's neighbour cosines and the records of the hits come from the
+index's in-memory :class:`~vaultmem.index.mirror.NoteMirror`: the lexical leg is its BM25F over
+titles and bodies (:mod:`~vaultmem.index.lexical`), the vector leg its matrix scan, each with the
+caller's :class:`SearchFilters` applied on the mirror's columns, so a scoped search ranks only
+rows inside the scope.
 
-The searcher is given what it reads (the mirror, the timeline, the embedder, the notes table's
-current handle) and two questions it asks the index first: wait for the writes queued before this
+The searcher is given what it reads (the mirror, the timeline, the embedder) and two questions it
+asks the index first: wait for the writes queued before this
 read, and whether the stored vectors belong to another model.
 """
 
@@ -75,7 +75,6 @@ class HybridSearcher:
         timeline: Timeline,
         episodes: Episodes,
         embedder: Embedder,
-        table: Callable[[], Any],
         ready: Callable[[], None],
         stale: Callable[[], bool],
         fusion: FusionConfig,
@@ -85,7 +84,6 @@ class HybridSearcher:
         self.timeline = timeline
         self.episodes = episodes
         self.embedder = embedder
-        self._table = table  # LanceDB's asynchronous handle of the notes table, as it is now
         self._ready = ready  # waits for the writes queued before the read
         self._stale = stale  # the stored vectors belong to another embedding model
         self.fusion = fusion
@@ -96,35 +94,10 @@ class HybridSearcher:
 
     # ----------------------------------------------------------------- legs
 
-    def _bm25_start(self, query: str, filters: SearchFilters, n: int) -> Future[Any]:
-        where = filters.to_sql()
-        q = self._table().query().nearest_to_text(query, columns="search_text")
-        if where:
-            q = q.where(where)
-        return submit_async(q.select(["id", "_score"]).limit(n).to_arrow())
-
-    def _bm25_finish(self, future: Future[Any], filters: SearchFilters) -> list[tuple[str, float]]:
-        """``(id, BM25 score)`` best first, restricted to notes the mirror holds inside ``filters``."""
-        try:
-            rows = future.result()
-        except Exception as exc:  # LanceDB raises untyped errors
-            raise IndexError_(f"the full-text search failed: {exc}; try `vaultmem reindex`") from exc
-        ids = rows["id"].to_pylist()
-        scores = rows["_score"].to_pylist()
-        inside = self.mirror.in_scope(ids, filters)
-        seen: set[str] = set()
-        out: list[tuple[str, float]] = []
-        for note_id, score in zip(ids, scores, strict=True):
-            if note_id in inside and note_id not in seen:  # another process's row not yet mirrored
-                seen.add(note_id)
-                out.append((note_id, float(score)))
-        return out
-
     def bm25_candidates(self, query: str, filters: SearchFilters, n: int) -> list[LegHit]:
-        """Top ``n`` notes by LanceDB's native BM25 over ``search_text``, inside ``filters``."""
+        """Top ``n`` notes by the lexical leg's BM25F (:mod:`~vaultmem.index.lexical`), inside ``filters``."""
         self._ready()
-        ranked = self._bm25_finish(self._bm25_start(query, filters, n), filters)
-        return self._leg_hits(ranked)
+        return self._leg_hits(self.mirror.lexical(query, filters, n))
 
     def embed_query(self, query: str) -> npt.NDArray[np.float32]:
         """The query's vector (recently asked queries are answered from a small cache)."""
@@ -205,7 +178,6 @@ class HybridSearcher:
         pool = max(self.fusion.pool, k)
         self._ready()
         mirror = self.mirror
-        bm25_future = self._bm25_start(query, filters, pool)
         warnings: list[str] = []
         vector_ranked: list[tuple[str, float]] = []
         query_vector: npt.NDArray[np.float32] | None = None
@@ -219,8 +191,8 @@ class HybridSearcher:
         except IndexError_ as exc:
             degraded = True
             warnings.append(f"vector search unavailable: {exc}")
-        bm25_ranked = self._bm25_finish(bm25_future, filters)
-        if query_vector is not None:  # after BM25 is done, so NumPy does not compete with it for cores
+        bm25_ranked = mirror.lexical(query, filters, pool)
+        if query_vector is not None:
             vector_ranked = mirror.nearest(query_vector, filters, pool)
         fused = fuse(bm25_ranked, vector_ranked, self.fusion)
         if self.fusion.context_weight > 0 and fused:

@@ -47,7 +47,7 @@ from vaultmem.index.records import (
     SearchResult,
     check_search,
     embedding_text,
-    search_text,
+    lexical_fields,
     text_hash,
 )
 from vaultmem.index.timeline import parse_timestamp
@@ -135,11 +135,11 @@ class VersionStore:
     def add(self, version: Version, position: int) -> None:
         """A version written at ``position`` (its path's previous one is closed first)."""
         self.close(version.record.path, position)
-        searched = search_text(version.record)
-        key = text_hash(searched)
+        title, body = lexical_fields(version.record)
+        key = text_hash(f"{title}\x00{body}")
         doc = self._docs.get(key)
         if doc is None:
-            doc = self._docs[key] = self.corpus.add(searched)
+            doc = self._docs[key] = self.corpus.add(title, body)
         self._append(version, position, OPEN, doc)
 
     def _append(self, version: Version, start: int, end: int, doc: int) -> None:
@@ -162,7 +162,9 @@ class VersionStore:
 
     # ----------------------------------------------------------------- snapshot
 
-    def snapshot(self) -> tuple[list[int], list[tuple[str, array[int], array[int]]], Iterator[list[Any]]]:
+    def snapshot(
+        self,
+    ) -> tuple[list[list[int]], list[tuple[str, array[int], array[int]]], Iterator[list[Any]]]:
         """The store as plain values, for :meth:`restore` in another process: the documents'
         lengths, each term's postings (term, documents, counts), and each row ``[start, end,
         document, record, entry]``. A copy taken under the lock; the rows are produced one at a time
@@ -179,7 +181,9 @@ class VersionStore:
 
         return lengths, postings, rows()
 
-    def restore(self, lengths: list[int], postings: Iterable[list[Any]], rows: Iterable[list[Any]]) -> None:
+    def restore(
+        self, lengths: list[list[int]], postings: Iterable[list[Any]], rows: Iterable[list[Any]]
+    ) -> None:
         """Hold what a :meth:`snapshot` holds, read back (this store must be new; ValueError,
         TypeError, KeyError or IndexError when the data is no snapshot). Vectors are not in it:
         every text is :meth:`unembedded` until set."""
@@ -191,7 +195,8 @@ class VersionStore:
             values = dict(zip(RECORD_FIELDS, record_row, strict=True))
             values["tags"] = tuple(values["tags"])
             record = NoteRecord(**values)
-            self._docs.setdefault(text_hash(search_text(record)), doc)
+            title, body = lexical_fields(record)
+            self._docs.setdefault(text_hash(f"{title}\x00{body}"), doc)
             self._append(Version(record, entry_from_row(entry)), start, int(end), doc)
 
     def _code(self, column: str, value: str) -> int:

@@ -42,7 +42,7 @@ EMBED_INLINE = 256
 #: The store's snapshot in the state directory, and the layout it is written in (bump it when the
 #: snapshot's shape or the full-text analyzer changes: an older snapshot is then rebuilt from git).
 SNAPSHOT = "past.jsonl"
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: BM25F (a title and a body length per document), the Snowball stop words
 _FIELDS = [list(RECORD_FIELDS), list(ENTRY_FIELDS)]
 #: Versions read since the last snapshot after which one is written at once (else at close).
 SAVE_AFTER = 1000

@@ -1,0 +1,156 @@
+"""The lexical leg held in memory (issue 15): BM25F over titles and bodies, kept in step with the
+mirror's rows through edits, removals, reloads and compactions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vaultmem.index import bm25, lexical
+from vaultmem.index.lexical import LexicalIndex
+from vaultmem.index.mirror import NoteMirror
+from vaultmem.index.records import NoteRecord, SearchFilters, lexical_fields
+
+DIM = 4
+
+
+def record(
+    note_id: str, title: str, text: str, *, project: str | None = None, tags: tuple[str, ...] = ()
+) -> NoteRecord:
+    return NoteRecord(
+        id=note_id,
+        path=f"memory/{note_id}.md",
+        slug=note_id,
+        title=title,
+        kind="fact",
+        status="active",
+        project=project,
+        tags=tags,
+        text=text,
+        content_hash=f"h-{note_id}-{hash((title, text))}",
+        created="2026-12-01T00:00:00+00:00",
+        updated="2026-12-01T00:00:00+00:00",
+    )
+
+
+def vectors(n: int) -> np.ndarray:
+    out = np.zeros((n, DIM), dtype=np.float32)
+    out[:, 0] = 1.0
+    return out
+
+
+def mirror_of(records: list[NoteRecord]) -> NoteMirror:
+    mirror = NoteMirror(DIM)
+    mirror.put(records, vectors(len(records)))
+    return mirror
+
+
+def ids(found: list[tuple[str, float]]) -> list[str]:
+    return [i for i, _ in found]
+
+
+def test_a_title_word_outweighs_the_same_word_in_a_body_of_the_same_length() -> None:
+    mirror = mirror_of(
+        [
+            record("in-title", "Deploy windows", "we ship on tuesdays after standup"),
+            record("in-body", "Release habits", "we deploy on tuesdays after standup"),
+        ]
+    )
+    assert ids(mirror.lexical("deploy", SearchFilters(), 5)) == ["in-title", "in-body"]
+
+
+def test_words_match_by_stem_and_stop_words_and_case_do_not_count() -> None:
+    mirror = mirror_of([record("a", "Runbook", "Deployments are running through the Staging cluster")])
+    assert ids(mirror.lexical("deploying RUNS", SearchFilters(), 5)) == ["a"]
+    assert mirror.lexical("the and of", SearchFilters(), 5) == []
+
+
+def test_scores_follow_bm25f_on_a_small_corpus() -> None:
+    """One body term, no title match: idf * tf / (k1 + tf) with tf normalised by the body's length."""
+    index = LexicalIndex()
+    docs = [record("a", "x", "apple banana"), record("b", "y", "banana cherry cherry date")]
+    for row, r in enumerate(docs):
+        index.add(r, row)
+    rows, scores = index.scores("apple")
+    assert rows.tolist() == [0]
+    average = (2 + 4) / 2  # the bodies' lengths in terms: "apple banana", "banana cherry cherry date"
+    norm = (1 - bm25.B_BODY) + bm25.B_BODY * 2 / average
+    tf = 1 / norm
+    idf = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
+    assert scores[0] == pytest.approx(idf * tf / (bm25.K1 + tf), rel=1e-5)
+
+
+def test_an_edit_replaces_the_old_words_and_a_removal_moves_the_last_row_in_its_place() -> None:
+    mirror = mirror_of([record(f"n{i}", f"note {i}", f"word{i} common") for i in range(5)])
+    mirror.put([record("n1", "note 1", "rewritten entirely")], vectors(1))
+    assert mirror.lexical("word1", SearchFilters(), 5) == []
+    assert ids(mirror.lexical("rewritten", SearchFilters(), 5)) == ["n1"]
+    mirror.remove(["n0"])  # n4 moves into row 0
+    assert ids(mirror.lexical("word4", SearchFilters(), 5)) == ["n4"]
+    assert mirror.lexical("word0", SearchFilters(), 5) == []
+    assert sorted(ids(mirror.lexical("common", SearchFilters(), 10))) == ["n2", "n3", "n4"]
+
+
+def test_the_scope_applies_before_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A narrow project's notes are found even when a hundred better matches lie outside it."""
+    outside = [record(f"o{i}", "shared shared", "shared shared shared", project="big") for i in range(100)]
+    inside = record("mine", "note", "shared once among many other words here", project="small")
+    mirror = mirror_of([*outside, inside])
+    assert ids(mirror.lexical("shared", SearchFilters(project="small"), 3)) == ["mine"]
+    assert mirror.lexical("shared", SearchFilters(project="nowhere"), 3) == []
+    assert len(mirror.lexical("shared", SearchFilters(), 3)) == 3
+
+
+def test_a_note_grown_write_by_write_scores_as_one_reloaded_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edits, removals and compactions leave the same scores as a fresh build of what is left."""
+    monkeypatch.setattr(lexical, "COMPACT_AT", 8)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    grown = NoteMirror(DIM)
+    for step in range(60):  # many edits of a few notes: retired slots, several compactions
+        note = f"n{step % 7}"
+        text = " ".join(words[(step + k) % len(words)] for k in range(step % 5 + 1))
+        grown.put(
+            [record(note, f"title {words[step % 8]}", text, tags=("t",) if step % 3 else ())], vectors(1)
+        )
+        if step % 11 == 10:
+            grown.remove([f"n{(step // 11) % 7}"])
+    assert grown._lexical._live == len(grown)
+    assert len(grown._lexical._row) < 60
+    fresh = NoteMirror(DIM)
+    kept = grown.records()
+    fresh.replace(kept, vectors(len(kept)))
+    for query in ["alpha beta", "theta title", "t gamma", "epsilon zeta eta"]:
+        a, b = grown.lexical(query, SearchFilters(), 10), fresh.lexical(query, SearchFilters(), 10)
+        assert ids(a) == ids(b), query
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-5), query
+
+
+def test_tags_count_as_body_words() -> None:
+    mirror = mirror_of(
+        [record("a", "Plain", "nothing here", tags=("kubernetes",)), record("b", "Other", "text")]
+    )
+    assert ids(mirror.lexical("kubernetes", SearchFilters(), 5)) == ["a"]
+
+
+def test_the_past_scores_a_moment_as_the_present_scores_the_same_notes() -> None:
+    """``as_of``'s corpus (:class:`Bm25Corpus`, statistics per query over the notes of then) and
+    the present's leg give one note the same BM25F score when the moment holds the same notes."""
+    notes = [
+        record("a", "Deploy policy", "We deploy on Tuesdays; deploys wait for the review.", tags=("ops",)),
+        record("b", "Standup", "The team meets at nine and talks about the deploy queue."),
+        record("c", "Holiday", "Nothing about shipping at all here, only a long rest."),
+    ]
+    present = LexicalIndex()
+    past = bm25.Bm25Corpus(bm25.Analyzer())
+    for row, r in enumerate(notes):
+        present.add(r, row)
+        past.add(*lexical_fields(r))
+    past.add("Deploy policy", "an older version nobody holds now")
+    rows, scores = present.scores("when do we deploy ops")
+    then = past.scores("when do we deploy ops", np.array([1, 1, 1, 0], dtype=np.int64))
+    assert dict(zip(rows.tolist(), scores.tolist(), strict=True)) == pytest.approx(
+        {row: float(then[row]) for row in (0, 1)}, rel=1e-5
+    )
+    assert then[2] == 0 and then[3] == 0
