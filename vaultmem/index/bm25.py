@@ -55,11 +55,15 @@ STOP_WORDS = _CLASSIC_STOP_WORDS | frozenset(
     same so than too very s t d ll m re ve don didn doesn isn aren wasn weren hasn haven hadn wouldn
     shouldn couldn mustn shan""".split()  # noqa: SIM905 - a list of 120 words reads better as text
 )
-#: Term-frequency saturation.
-K1 = 1.0
-#: Length normalisation of the title and of the body.
+#: Term-frequency saturation (below the classic 1.2: a word said twice in a note is rarely twice
+#: as telling). Measured with the length normalisations and the title's weight on two corpora of
+#: very different notes (docs/benchmarks.md, "The lexical leg in memory"): the figures are flat
+#: around these values, which are the best of the grid on both, not a fit to either.
+K1 = 0.9
+#: Length normalisation of the title and of the body (light: a long note is not less about a word
+#: for saying more besides).
 B_TITLE = 0.3
-B_BODY = 0.5
+B_BODY = 0.3
 #: A title word's weight against a body word's.
 TITLE_WEIGHT = 2.0
 #: Packed frequencies: the title's in the high 15 bits, the body's in the low 16.
