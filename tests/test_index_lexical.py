@@ -3,7 +3,12 @@ mirror's rows through edits, removals, reloads and compactions."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +19,7 @@ from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import NoteRecord, SearchFilters, lexical_fields
 
 DIM = 4
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
 
 def record(
@@ -154,3 +160,73 @@ def test_the_past_scores_a_moment_as_the_present_scores_the_same_notes() -> None
         {row: float(then[row]) for row in (0, 1)}, rel=1e-5
     )
     assert then[2] == 0 and then[3] == 0
+
+
+def test_a_saved_state_is_adopted_where_the_notes_are_the_same_and_rebuilt_where_they_changed() -> None:
+    notes = [record(f"n{i}", f"note {i}", f"word{i} shared text {i % 3}") for i in range(30)]
+    first = mirror_of(notes)
+    state = first.lexical_state()
+    assert state is not None and first.lexical_state() is None  # saved once; unchanged since
+    later = [r for r in notes if r.id != "n3"]  # n3 removed, n5 edited, n30 new, meanwhile
+    later[4] = record("n5", "note 5", "rewritten by hand")
+    later.append(record("n30", "note 30", "arrived while closed"))
+    adopted, fresh = NoteMirror(DIM), NoteMirror(DIM)
+    adopted.replace(later, vectors(len(later)), lexical_state=state)
+    fresh.replace(later, vectors(len(later)))
+    assert adopted.lexical_state() is not None  # it changed against the state: worth saving again
+    for query in ["word3", "word5", "rewritten", "arrived", "shared text", "note 7 word7"]:
+        a, b = adopted.lexical(query, SearchFilters(), 10), fresh.lexical(query, SearchFilters(), 10)
+        assert ids(a) == ids(b), query
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-5), query
+    unchanged = NoteMirror(DIM)
+    unchanged.replace(notes, vectors(len(notes)), lexical_state=state)
+    assert unchanged.lexical_state() is None  # every slot adopted, nothing analysed
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        ("garbage",),
+        (lexical.STATE_FORMAT + 1, [], [], [], b"", b"", []),
+        (1, ["t"], [b"\x00"], [b""], b"", b"", []),
+    ],
+)
+def test_a_state_of_another_layout_or_damaged_is_ignored(state: tuple[object, ...]) -> None:
+    notes = [record("a", "Kiln", "fires at cone six")]
+    mirror = NoteMirror(DIM)
+    mirror.replace(notes, vectors(1), lexical_state=state)
+    assert ids(mirror.lexical("kiln cone", SearchFilters(), 5)) == ["a"]
+
+
+def _cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake"}
+    return subprocess.run(
+        [VAULTMEM, "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+
+def test_postings_saved_by_one_command_do_not_hide_a_hand_edit_made_before_the_next(vault: Path) -> None:
+    """Through the CLI: a search leaves its postings for the next start; a person then rewrites the
+    note by hand; the next search finds the new words and not the old ones."""
+    added = _cli(vault, "append", "--kind", "reference", "--json", "The kiln fires at cone six.")
+    assert added.returncode == 0, added.stderr
+    note = json.loads(added.stdout)
+    (path,) = vault.rglob(f"{note['slug']}.md")
+
+    def found(query: str) -> list[str]:
+        done = _cli(vault, "search", "--json", query)
+        assert done.returncode == 0, done.stderr
+        return [h["id"] for h in json.loads(done.stdout)["results"]]
+
+    assert found("kiln cone") == [note["id"]]
+    assert (vault / ".vaultmem" / "index" / lexical.STATE_FILE).is_file()
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("The kiln fires", "The furnace glows"), encoding="utf-8"
+    )
+    assert found("kiln") == []
+    assert found("furnace glows") == [note["id"]]

@@ -1,8 +1,9 @@
 """Scenario 6: corrupted derived state.
 
-A LanceDB data file or manifest deleted, every manifest deleted, the BM25 (full-text) index files
-truncated, the model marker changed, ``index.json`` garbled. Pass: detected when the index opens,
-rebuilt from the vault, search answers equal those of a fresh build, and the vault is untouched.
+A LanceDB data file or manifest deleted, every manifest deleted, the scalar index files truncated,
+the saved lexical postings garbled, the model marker changed, ``index.json`` garbled. Pass:
+detected when the index opens, rebuilt from the vault, search answers equal those of a fresh
+build, and the vault is untouched.
 """
 
 from __future__ import annotations
@@ -42,11 +43,17 @@ def delete_every_manifest(vault: Path) -> None:
         f.unlink()
 
 
-def truncate_bm25(vault: Path) -> None:
+def truncate_indices(vault: Path) -> None:
     files = [f for f in (_notes(vault) / "_indices").rglob("*") if f.is_file()]
     assert files
     for f in files:
         f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def garble_lexical_state(vault: Path) -> None:
+    state = vault / ".vaultmem" / "index" / "lexical.state"
+    raw = state.read_bytes()
+    state.write_bytes(raw[: len(raw) // 2] + b"\xff" * 64)
 
 
 def change_model_marker(vault: Path) -> None:
@@ -63,7 +70,8 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "data files deleted": delete_data_files,
     "newest manifest deleted": delete_newest_manifest,
     "every manifest deleted": delete_every_manifest,
-    "bm25 truncated": truncate_bm25,
+    "scalar indices truncated": truncate_indices,
+    "lexical postings garbled": garble_lexical_state,
     "model marker changed": change_model_marker,
     "index.json garbled": garble_marker,
 }

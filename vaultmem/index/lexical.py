@@ -9,29 +9,81 @@ edit or a removal retires the slot (its postings stay until a compaction drops t
 appends and never rewrites a posting list. The owner says when its rows move, so a search's scope
 (a mask over the mirror's rows) applies to the lexical scores with one gather.
 
+A start does not analyse every note again: at close the postings are written to a state file
+(:meth:`LexicalIndex.state`, checksummed ``marshal``), each slot with the key of the note text it
+holds, and the next open adopts every slot whose key a loaded note still has
+(:meth:`LexicalIndex.adopt`), analysing only the notes that changed meanwhile (another process's
+writes, a hand edit indexed by a CLI) and retiring the slots no note holds any more.
+
 Not thread-safe on its own: the mirror calls it under its lock.
 """
 
 from __future__ import annotations
 
+import logging
 from array import array
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from vaultmem.index.bm25 import Analyzer, field_counts, field_norms, term_scores
 from vaultmem.index.records import NoteRecord, lexical_fields
+from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
-__all__ = ["LexicalIndex"]
+__all__ = ["STATE_FILE", "LexicalIndex", "read_state", "save_state", "state_key"]
+
+log = logging.getLogger(__name__)
 
 #: Retired slots beyond which (and beyond half the slots) the postings are rewritten without them.
 COMPACT_AT = 4096
+#: The layout of :meth:`LexicalIndex.state` (bump it when the postings or the analysis change).
+STATE_FORMAT = 1
+#: The state file a closing process leaves in its index folder for the next open.
+STATE_FILE = "lexical.state"
+
+
+def read_state(folder: Path) -> object:
+    """The postings an earlier process saved in the index folder ``folder`` (None when there are
+    none or they cannot be read: they are then built from the notes)."""
+    path = folder / STATE_FILE
+    try:
+        return unmarshal_state(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError, TypeError) as exc:
+        log.info("ignoring %s (%s); the lexical postings are built from the notes", path, exc)
+        return None
+
+
+def save_state(folder: Path, state: tuple[object, ...] | None) -> None:
+    """Write ``state`` (:meth:`LexicalIndex.state`; None: nothing changed) for the next open;
+    atomic, not fsynced (derived), a failure logged."""
+    if state is None:
+        return
+    try:
+        atomic_write(folder / STATE_FILE, marshal_state(state), durable=False)
+    except OSError as exc:
+        log.warning("could not save the lexical postings (%s); the next start builds them", exc)
+
+
+def state_key(record: NoteRecord) -> str:
+    """What a slot's text is known by in a saved state: the note and everything its fields come from."""
+    return "\x00".join((record.id, record.content_hash, record.title, "\x1f".join(record.tags)))
 
 
 class LexicalIndex:
     """BM25F postings of the notes' fields, by slot; see the module's docstring."""
 
-    def __init__(self, analyzer: Analyzer | None = None) -> None:
+    def __init__(
+        self,
+        analyzer: Analyzer | None = None,
+        *,
+        state: object = None,
+        records: list[NoteRecord] | None = None,
+    ) -> None:
+        """An empty index, or with ``state`` one adopted for ``records`` (see :meth:`adopt`)."""
         self.analyzer = analyzer or Analyzer()
         self._terms: dict[str, int] = {}
         self._docs: list[array[int]] = []  # per term: the slots holding it
@@ -43,6 +95,10 @@ class LexicalIndex:
         self._live = 0
         self._title_total = 0.0
         self._body_total = 0.0
+        #: Whether the postings changed since they were built or adopted (a state worth saving).
+        self.changed = False
+        if state is not None:
+            self._take(state, records or [])
 
     def __len__(self) -> int:
         """Notes held (live slots)."""
@@ -72,6 +128,7 @@ class LexicalIndex:
         self._live += 1
         self._title_total += title_len
         self._body_total += body_len
+        self.changed = True
         self._compact()
 
     def remove(self, row: int) -> None:
@@ -81,6 +138,7 @@ class LexicalIndex:
             return
         self._slot[row] = -1
         self._row[slot] = -1
+        self.changed = True
         self._live -= 1
         self._title_total -= self._title_len[slot]
         self._body_total -= self._body_len[slot]
@@ -93,10 +151,11 @@ class LexicalIndex:
             self._slot[target] = slot
             self._row[slot] = target
 
-    def _compact(self) -> None:
-        """Drop retired slots once they are many (:data:`COMPACT_AT`, and more than half the slots)."""
+    def _compact(self, *, always: bool = False) -> None:
+        """Drop retired slots once they are many (:data:`COMPACT_AT`, and more than half the slots),
+        or ``always`` when there are any."""
         retired = len(self._row) - self._live
-        if retired < COMPACT_AT or retired * 2 < len(self._row):
+        if not retired or (not always and (retired < COMPACT_AT or retired * 2 < len(self._row))):
             return
         rows = np.frombuffer(self._row, dtype=np.int32).copy()
         live = rows >= 0
@@ -114,6 +173,62 @@ class LexicalIndex:
         slot_of = np.full(len(self._slot), -1, dtype=np.int32)
         slot_of[rows[kept]] = np.arange(len(kept), dtype=np.int32)
         self._slot = array("i", slot_of.tobytes())
+
+    # ----------------------------------------------------------------- saved state
+
+    def state(self, keys: list[str]) -> tuple[object, ...]:
+        """The postings as plain values for :meth:`adopt` (``keys[row]``: :func:`state_key` of the
+        owner's row). Retired slots are dropped first."""
+        self._compact(always=True)
+        slot_keys = [keys[row] for row in self._row]
+        return (
+            STATE_FORMAT,
+            list(self._terms),
+            [d.tobytes() for d in self._docs],
+            [t.tobytes() for t in self._tfs],
+            self._title_len.tobytes(),
+            self._body_len.tobytes(),
+            slot_keys,
+        )
+
+    @classmethod
+    def adopt(cls, state: object, records: list[NoteRecord], analyzer: Analyzer) -> LexicalIndex:
+        """An index of ``records`` (the owner's rows, in order) from a saved :meth:`state`: every
+        slot whose key a record has is kept as that record's, the others retired, the records no
+        slot holds analysed. ValueError when ``state`` is no state of this layout."""
+        return cls(analyzer, state=state, records=records)
+
+    def _take(self, state: object, records: list[NoteRecord]) -> None:
+        if not (isinstance(state, tuple) and len(state) == 7 and state[0] == STATE_FORMAT):
+            raise ValueError("not a lexical index state of this layout")
+        _, terms, docs, tfs, title_len, body_len, slot_keys = state
+        if not (isinstance(terms, list) and isinstance(docs, list) and isinstance(tfs, list)):
+            raise ValueError("a lexical index state without its postings")
+        if not (len(terms) == len(docs) == len(tfs) and isinstance(slot_keys, list)):
+            raise ValueError("a lexical index state whose postings do not match")
+        self._terms = {str(t): i for i, t in enumerate(terms)}
+        for d, t in zip(docs, tfs, strict=True):
+            self._docs.append(_ints(d))
+            self._tfs.append(_ints(t))
+        self._title_len.frombytes(title_len)
+        self._body_len.frombytes(body_len)
+        slots = len(slot_keys)
+        if not (len(self._title_len) == len(self._body_len) == slots):
+            raise ValueError("a lexical index state whose lengths do not match its slots")
+        row_of = {state_key(r): row for row, r in enumerate(records)}
+        self._row = array("i", [-1]) * slots
+        self._slot = array("i", [-1]) * len(records)
+        for slot, key in enumerate(slot_keys):
+            row = row_of.pop(key, -1)
+            if row >= 0:
+                self._row[slot] = row
+                self._slot[row] = slot
+                self._live += 1
+                self._title_total += self._title_len[slot]
+                self._body_total += self._body_len[slot]
+        for row in sorted(row_of.values()):
+            self.add(records[row], row)
+        self.changed = bool(row_of) or self._live != slots
 
     # ----------------------------------------------------------------- scores
 
@@ -143,3 +258,11 @@ class LexicalIndex:
             total[docs] += term_scores(df, self._live, packed, title_norm[docs], body_norm[docs])
         hit = np.flatnonzero(total > 0)
         return rows[hit].copy(), total[hit]
+
+
+def _ints(raw: object) -> array[int]:
+    if not isinstance(raw, bytes) or len(raw) % 4:
+        raise ValueError("a posting list of a lexical index state is not one")
+    out = array("i")
+    out.frombytes(raw)
+    return out

@@ -13,6 +13,7 @@ matrix-vector product over ``vectors[:n]``. Vectors are unit length, so a cosine
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,11 +24,13 @@ import numpy.typing as npt
 from vaultmem.errors import InvalidInput
 from vaultmem.index.bm25 import Analyzer
 from vaultmem.index.chunk_matrix import ChunkMatrix, Spans
-from vaultmem.index.lexical import LexicalIndex
+from vaultmem.index.lexical import LexicalIndex, state_key
 from vaultmem.index.records import NoteRecord, SearchFilters
 from vaultmem.vault.multimap import Multimap
 
 __all__ = ["NoteMirror"]
+
+log = logging.getLogger(__name__)
 
 Vector = npt.NDArray[np.float32]
 _NO_PROJECT = -1
@@ -164,6 +167,7 @@ class NoteMirror:
         records: Sequence[NoteRecord],
         vectors: Vector,
         chunks: Sequence[tuple[Spans, Vector]] | None = None,
+        lexical_state: object = None,
     ) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
         old set or the new one, never half of each. The vector width may change.
@@ -172,7 +176,9 @@ class NoteMirror:
         matrix (no copy: at 100k notes a copy is 150 MB more while the index opens); the caller
         gives it up. Built column by column, outside the lock, and swapped in under it. The records
         are kept as given: the table's reader (``_schema.records_from_table``) already shares their
-        repeated strings, which :meth:`put` does for a write."""
+        repeated strings, which :meth:`put` does for a write. ``lexical_state`` is what
+        :meth:`lexical_state` gave an earlier process: the lexical postings are adopted from it
+        where the notes are the same, and built for the others."""
         if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
             raise ValueError("replace needs one vector (and one chunk list) per record")
         dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
@@ -202,9 +208,16 @@ class NoteMirror:
         chunk_matrix = ChunkMatrix(dim)
         for i, (r, (spans, chunk_vectors)) in enumerate(zip(shared, chunks or (), strict=False)):
             chunk_matrix.set(r.id, i, spans, chunk_vectors)
-        lexical = LexicalIndex(self._analyzer)
-        for i, r in enumerate(shared):
-            lexical.add(r, i)
+        lexical = None
+        if lexical_state is not None:
+            try:
+                lexical = LexicalIndex.adopt(lexical_state, shared, self._analyzer)
+            except (ValueError, TypeError) as exc:  # a state of another layout, or damaged
+                log.info("building the lexical postings afresh: %s", exc)
+        if lexical is None:
+            lexical = LexicalIndex(self._analyzer)
+            for i, r in enumerate(shared):
+                lexical.add(r, i)
         with self._lock:
             self.dim, self._n = dim, len(shared)
             self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
@@ -216,6 +229,16 @@ class NoteMirror:
             )
             self._chunks = chunk_matrix
             self._lexical = lexical
+
+    def lexical_state(self) -> tuple[object, ...] | None:
+        """The lexical postings as :meth:`replace` adopts them, or None when they did not change
+        since they were built or adopted (nothing worth writing again)."""
+        with self._lock:
+            if not self._lexical.changed:
+                return None
+            state = self._lexical.state([state_key(r) for r in self._records])
+            self._lexical.changed = False
+            return state
 
     def _reserve(self, rows: int) -> None:
         capacity = len(self._vectors)
@@ -362,10 +385,14 @@ class NoteMirror:
             if mask is not None:
                 inside = mask[rows]
                 rows, scores = rows[inside], scores[inside]
-            top = np.argpartition(-scores, n - 1)[:n] if len(scores) > n else np.arange(len(scores))
+            if len(scores) > n:  # the n best, and every note tied with the last (ties go by id)
+                cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+                top = np.flatnonzero(scores >= cut)
+            else:
+                top = np.arange(len(scores))
             found = [(self._ids[int(rows[t])], float(scores[t])) for t in top]
         found.sort(key=lambda pair: (-pair[1], pair[0]))
-        return found
+        return found[:n]
 
     def nearest(self, query: Vector, filters: SearchFilters, n: int) -> list[tuple[str, float]]:
         """The ``n`` notes inside ``filters`` most similar to ``query``: ``(id, cosine)``, best first.

@@ -35,7 +35,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
-from vaultmem.index import _schema, cache, location
+from vaultmem.index import _schema, cache, lexical, location
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
 from vaultmem.index.episodes import Episodes
@@ -200,7 +200,7 @@ class NoteIndex:
             chunks = None if chunks is None else [chunks[i] for i in keep]
             twice = set(dupes)
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
-        self.mirror.replace(records, vectors, chunks)
+        self.mirror.replace(records, vectors, chunks, lexical_state=lexical.read_state(self._state_dir))
         self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
         release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
@@ -593,4 +593,5 @@ class NoteIndex:
         except IndexError_ as exc:  # a full disk, say: the cache is derived, the next run re-embeds
             log.warning("%s", exc)
         finally:
+            lexical.save_state(self._state_dir, self.mirror.lexical_state())
             self._follower.close()
