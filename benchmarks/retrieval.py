@@ -376,7 +376,7 @@ def print_load(result: dict[str, Any]) -> None:
         f"{result['search_ms']['p50']} ms, p95 {result['search_ms']['p95']} ms (first 100 p50 "
         f"{result['search_first100_ms']['p50']}, last 100 {result['search_last100_ms']['p50']}); "
         "load average "
-        f"{result['loadavg']}; FTS rows unindexed after stop {result['unindexed_rows_after_stop']}; "
+        f"{result['loadavg']}; rows outside the id index after stop {result['unindexed_rows_after_stop']}; "
         f"in-process gated hybrid = MCP ranking for {result['mcp_rankings_reproduced_in_process']}\n"
     )
     cats = "cat1" in result["scores"]["memory_search (MCP)"]

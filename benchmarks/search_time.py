@@ -3,13 +3,12 @@
     .venv/bin/python benchmarks/retrieval.py --only scifact --keep /tmp/kept --skip-extras
     .venv/bin/python benchmarks/search_time.py /tmp/kept/scifact
 
-Opens the kept vault's index in this process (as the daemon left it: rows the full-text index
-does not cover yet included) and times, per question, each step of ``HybridSearcher.search``:
-embedding the query (the real model, distinct texts, no cache), the BM25 leg (full question and
-its first three words), the vector scan, fusion and the context step. Then it folds every row
-into the full-text index and times the BM25 leg and the whole search again. Last, a daemon is
-started on the same vault and ``memory_search`` is timed through MCP next to a no-op tool call
-(``memory_guide``), which is the MCP hop alone.
+Opens the kept vault's index in this process and times, per question, each step of
+``HybridSearcher.search``: embedding the query (the real model, distinct texts, no cache), the
+lexical leg (full question and its first three words), the vector scan, fusion and the context
+step, then the whole search on other questions. Last, a daemon is started on the same vault and
+``memory_search`` is timed through MCP next to a no-op tool call (``memory_guide``), which is the
+MCP hop alone.
 """
 
 from __future__ import annotations
@@ -56,9 +55,7 @@ def breakdown(index: NoteIndex, queries: list[str], project: str) -> dict[str, l
     samples: dict[str, list[float]] = {}
     for q in queries:
         vec = timed(samples, "embed the query (real model)", lambda q=q: index.embedder.embed([q])[0])
-        bm25 = timed(
-            samples, "BM25 leg, whole question", lambda q=q: s.mirror.lexical(q, f, 50)
-        )
+        bm25 = timed(samples, "BM25 leg, whole question", lambda q=q: s.mirror.lexical(q, f, 50))
         short = " ".join(q.split()[:3])
         timed(samples, "BM25 leg, first 3 words", lambda t=short: s.mirror.lexical(t, f, 50))
         vector = timed(samples, "vector scan (mirror)", lambda v=vec: index.mirror.nearest(v, f, 50))
@@ -95,42 +92,6 @@ async def mcp_times(url: str, token: str, queries: list[str], project: str) -> d
     return samples
 
 
-def bm25_states(index_dir: Path, texts: list[str], project: str) -> None:
-    """The BM25 leg alone as the load left the index, after folding its lagging rows, and after
-    compacting its fragments too (each state: fragments, FTS segments, unindexed rows)."""
-    import lance
-
-    from vaultmem.index.compaction import compact_table, fold_indices, unindexed_rows
-    from vaultmem.index.search import run_async
-
-    table_path = index_dir / "lancedb" / "notes.lance"
-    where = SearchFilters(project=project).to_sql()
-
-    def probe(label: str, part: list[str]) -> None:
-        ds = lance.dataset(str(table_path))
-        fts = next(i for i in ds.describe_indices() if i.name == "search_text_idx")
-        index = NoteIndex(index_dir, OnnxEmbedder())
-        table = index.async_notes_table
-        samples: list[float] = []
-        for q in part:
-            query = table.query().nearest_to_text(q, columns="search_text").where(where)
-            started = time.perf_counter()
-            run_async(query.select(["id", "_score"]).limit(50).to_arrow())
-            samples.append((time.perf_counter() - started) * 1000)
-        index.close()
-        print(
-            f"| {label}: {len(ds.get_fragments())} fragments, {len(fts.segments)} FTS segment(s), "
-            f"{unindexed_rows(ds)} rows unindexed | {pct(samples, 50):.2f} | {pct(samples, 95):.2f} |"
-        )
-
-    print("| BM25 leg alone | p50 ms | p95 ms |\n|---|---|---|")
-    probe("as the load left it", texts[:100])
-    fold_indices(table_path, fold=True)
-    probe("after folding the lagging rows", texts[100:200])
-    compact_table(table_path)
-    probe("after compacting too", texts[200:300])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -138,13 +99,9 @@ def main() -> None:
     parser.add_argument("kept", type=Path, help="a folder --keep left (holds vault/)")
     parser.add_argument("--project", default="scifact")
     parser.add_argument("--queries", type=int, default=150)
-    parser.add_argument("--states", action="store_true", help="only the BM25 leg before/after fold/compact")
     args = parser.parse_args()
     vault = args.kept / "vault"
     texts = [q.text for q in load_scifact().queries]
-    if args.states:
-        bm25_states(vault / ".vaultmem" / "index", texts, args.project)
-        return
     first, second, third = (
         texts[: args.queries],
         texts[args.queries : 2 * args.queries],
@@ -153,13 +110,11 @@ def main() -> None:
 
     index = NoteIndex(vault / ".vaultmem" / "index", OnnxEmbedder())
     index.embedder.embed(["warm up"])
-    unindexed = index.unindexed_rows()
-    print(f"load average {os.getloadavg()[0]:.2f}; notes {index.count()}; FTS rows unindexed {unindexed}\n")
-    print(f"| step (as the daemon left the index: {unindexed} rows unindexed) | p50 ms | p95 ms |")
+    print(f"load average {os.getloadavg()[0]:.2f}; notes {index.count()}\n")
+    print("| step (as the daemon left the index) | p50 ms | p95 ms |")
     print("|---|---|---|")
     show(breakdown(index, first, args.project))
-    index.maintenance(fold=True)
-    print(f"\n| step (after folding every row: {index.unindexed_rows()} unindexed) | p50 ms | p95 ms |")
+    print("\n| step (other questions) | p50 ms | p95 ms |")
     print("|---|---|---|")
     show(breakdown(index, second, args.project))
     index.close()

@@ -94,7 +94,7 @@ def build(size: int) -> None:
     memory = Memory(Settings.resolve(home / "vault"), embedder=cached)
     last = [0.0]
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, _embedded: int = 0) -> None:
         if time.perf_counter() - last[0] > 30 or done == total:
             last[0] = time.perf_counter()
             print(f"{size}: indexed {done}/{total}", file=sys.stderr)
