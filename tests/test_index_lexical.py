@@ -230,3 +230,12 @@ def test_postings_saved_by_one_command_do_not_hide_a_hand_edit_made_before_the_n
     )
     assert found("kiln") == []
     assert found("furnace glows") == [note["id"]]
+
+
+def test_many_notes_tied_at_the_cut_give_exactly_n_hits_in_id_order() -> None:
+    mirror = mirror_of([record(f"n{i:03d}", "same", "identical words") for i in range(300)])
+    found = mirror.lexical("identical", SearchFilters(), 10)
+    assert len(found) == 10 and len({s for _, s in found}) == 1
+    assert ids(found) == sorted(ids(found)) == ids(mirror.lexical("identical", SearchFilters(), 10))
+    few = mirror_of([record(f"m{i}", "same", "identical words") for i in (5, 3, 9, 1, 7, 2)])
+    assert ids(few.lexical("identical", SearchFilters(), 3)) == ["m1", "m2", "m3"]  # ties by id
