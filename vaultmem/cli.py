@@ -541,7 +541,16 @@ def _os_user() -> str:
         return f"uid-{os.getuid()}"
 
 
+#: NumPy's BLAS thread pools, kept to one thread unless the person set them: a search's vector scan
+#: is ~1 ms of one core, and a pool of spinning threads made it 15-30x slower on a busy machine
+#: (docs/benchmarks.md, "BLAS threads"). Set before NumPy is first imported, which no command
+#: does before ``main`` runs.
+BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for name in BLAS_THREAD_ENV:
+        os.environ.setdefault(name, "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
