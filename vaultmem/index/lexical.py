@@ -215,20 +215,25 @@ class LexicalIndex:
         slots = len(slot_keys)
         if not (len(self._title_len) == len(self._body_len) == slots):
             raise ValueError("a lexical index state whose lengths do not match its slots")
-        row_of = {state_key(r): row for row, r in enumerate(records)}
-        self._row = array("i", [-1]) * slots
-        self._slot = array("i", [-1]) * len(records)
-        for slot, key in enumerate(slot_keys):
-            row = row_of.pop(key, -1)
-            if row >= 0:
-                self._row[slot] = row
-                self._slot[row] = slot
-                self._live += 1
-                self._title_total += self._title_len[slot]
-                self._body_total += self._body_len[slot]
-        for row in sorted(row_of.values()):
+        keys = [state_key(r) for r in records]
+        if keys == slot_keys:  # the usual start: the same notes in the same order
+            rows = np.arange(slots, dtype=np.int32)
+            unheld: list[int] = []
+        else:
+            row_of = dict(zip(keys, range(len(keys)), strict=True))
+            rows = np.fromiter((row_of.pop(k, -1) for k in slot_keys), dtype=np.int32, count=slots)
+            unheld = sorted(row_of.values())
+        slot_of = np.full(len(records), -1, dtype=np.int32)
+        held = np.flatnonzero(rows >= 0)
+        slot_of[rows[held]] = held.astype(np.int32)
+        self._row = array("i", rows.tobytes())
+        self._slot = array("i", slot_of.tobytes())
+        self._live = len(held)
+        self._title_total = float(np.frombuffer(self._title_len, dtype=np.float32)[held].sum())
+        self._body_total = float(np.frombuffer(self._body_len, dtype=np.float32)[held].sum())
+        for row in unheld:
             self.add(records[row], row)
-        self.changed = bool(row_of) or self._live != slots
+        self.changed = bool(unheld) or self._live != slots
 
     # ----------------------------------------------------------------- scores
 
