@@ -106,64 +106,6 @@ def build(dataset: Dataset, order: str, cache: CachedEmbedder, workdir: Path, **
     return Built(f"{dataset.name}/{order}", dataset, index, writer, by_writer)
 
 
-# ----------------------------------------------------------------------------- index-time headers
-
-
-def build_with_header(
-    dataset: Dataset, order: str, cache: CachedEmbedder, workdir: Path, *, emb: str = "", bm25: str = ""
-) -> Built:
-    """Build with the neighbours' text (same writer, adjacent in write order) added at index time to
-    the embedded text (``emb``) and/or the BM25 text (``bm25``): ``prev``, ``next`` or ``both``."""
-    import vaultmem.index.note_index as store_module
-    from vaultmem.index import records as rec_module
-
-    records, writer = stamp(dataset, order)
-    by_writer: dict[tuple[str, str], list[NoteRecord]] = {}
-    by_time: dict[tuple[str, str], list[NoteRecord]] = {}
-    for r in sorted(records, key=lambda r: (r.created, r.id)):
-        by_writer.setdefault((r.project or "", writer[r.id]), []).append(r)
-        by_time.setdefault((r.project or "", ""), []).append(r)
-    # "prev@time": the neighbours by time in the project, whoever wrote them (no session known)
-    source = by_time if emb.endswith("@time") or bm25.endswith("@time") else by_writer
-    emb, bm25 = emb.removesuffix("@time"), bm25.removesuffix("@time")
-    around: dict[str, tuple[str, str]] = {}
-    for seq in source.values():
-        for n, r in enumerate(seq):
-            prev = seq[n - 1].text.strip() if n > 0 else ""
-            nxt = seq[n + 1].text.strip() if n + 1 < len(seq) else ""
-            around[r.id] = (prev, nxt)
-
-    def with_header(base: str, r: NoteRecord, mode: str) -> str:
-        if not mode or r.id not in around:
-            return base
-        if mode == "title2":  # field weighting: the title counted twice
-            return base + "\n" + r.title
-        prev, nxt = around[r.id]
-        if mode == "short-prev":  # only a short note gets a header, of at most 60 words
-            if len(r.text.split()) >= 100:
-                return base
-            prev, mode = " ".join(prev.split()[:60]), "prev"
-        parts = {"prev": [prev], "next": [nxt], "both": [prev, nxt]}[mode]
-        return base + "\n" + "\n".join(p for p in parts if p)
-
-    orig_emb, orig_bm25 = store_module.embedding_text, store_module.search_text
-    store_module.embedding_text = lambda r: with_header(orig_emb(r), r, emb)  # type: ignore[assignment]
-    store_module.search_text = lambda r: with_header(orig_bm25(r), r, bm25)  # type: ignore[assignment]
-    try:
-        tag = f"{order.replace(' ', '-')}-e{emb}-b{bm25}-{len(source)}"
-        index = NoteIndex(workdir / f"{dataset.name}-{tag}", cache)
-        for start in range(0, len(records), 512):
-            index.upsert(records[start : start + 512])
-        index.wait_for_writes()
-        index.maintenance()
-        cache.save()
-    finally:
-        store_module.embedding_text, store_module.search_text = orig_emb, orig_bm25
-    del rec_module
-    ids = {k: [r.id for r in v] for k, v in by_writer.items()}
-    return Built(f"{dataset.name}/{order}", dataset, index, writer, ids)
-
-
 # ----------------------------------------------------------------------------- candidates
 
 
@@ -499,7 +441,6 @@ VARIANTS: dict[str, Ranker] = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("variants", nargs="*", default=["bm25", "vector", "shipped"])
-    parser.add_argument("--header", default="", help="EMB,BM25 neighbour headers: prev|next|both")
     parser.add_argument("--sets", default="locomo/in order,locomo/interleaved,scifact")
     parser.add_argument("--no-sessions", action="store_true", help="notes record no writing session")
     args = parser.parse_args()
@@ -512,11 +453,7 @@ def main() -> None:
             name, _, order = spec.partition("/")
             dataset = load_locomo() if name == "locomo" else load_scifact()
             started = time.perf_counter()
-            if args.header:
-                emb, _, bm = args.header.partition(",")
-                b = build_with_header(dataset, order or "in order", cache, Path(tmp), emb=emb, bm25=bm)
-            else:
-                b = build(dataset, order or "in order", cache, Path(tmp))
+            b = build(dataset, order or "in order", cache, Path(tmp))
             print(f"# built {spec} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
             if any(v.startswith("chunk") for v in args.variants):
                 made = Chunked(b, cache)
