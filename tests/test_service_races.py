@@ -8,6 +8,9 @@ still has the bytes its decision read; if not, nothing is written and a retryabl
 
 from __future__ import annotations
 
+import fcntl
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +196,41 @@ def test_a_save_that_finishes_while_the_replaced_file_is_looked_for_holders_is_p
     again = service.forget(written["id"], "outdated", wait_commit=True)
     assert again["status"] == "deleted"
     assert "person edit: a flash of blue" in target.read_text(encoding="utf-8")
+
+
+_HOLD_A_LEASE = """
+import fcntl, os, sys, time
+from vaultmem.vault import store
+
+real = fcntl.fcntl
+
+def slow(fd, cmd, arg=0):
+    result = real(fd, cmd, arg)
+    if cmd == fcntl.F_SETLEASE and arg == fcntl.F_WRLCK:
+        print("leased", flush=True)
+        time.sleep(0.5)  # someone opens the file now
+    return result
+
+store.fcntl.fcntl = slow
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(store.open_for_writing_elsewhere(fd), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_SETLEASE"), reason="no leases here")
+def test_a_file_opened_while_vaultmem_holds_its_lease_does_not_stop_the_daemon(tmp_path: Path) -> None:
+    """The holder check takes a write lease for a moment; an open of the file meanwhile (a backup
+    tool reading the second name) breaks it, and the kernel's default signal for that, SIGIO,
+    would terminate the daemon."""
+    note = tmp_path / "note.md"
+    note.write_text("a note\n", encoding="utf-8")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_LEASE, str(note)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "leased"
+    with note.open(encoding="utf-8") as reader:  # waits until the lease is let go
+        assert reader.read() == "a note\n"
+    out, _ = child.communicate(timeout=30)
+    assert child.returncode == 0, f"the holder was killed by signal {-child.returncode}"
+    assert out.strip() == "False"

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,9 +200,12 @@ def open_for_writing_elsewhere(fd: int) -> bool:
     ``/proc`` are compared with the file and their open flags read. Where neither can tell (no
     ``/proc``), the answer is no: the size and mtime check is all there is.
     """
-    setlease = getattr(fcntl, "F_SETLEASE", None)
-    if setlease is not None:
+    setlease, setsig = getattr(fcntl, "F_SETLEASE", None), getattr(fcntl, "F_SETSIG", None)
+    if setlease is not None and setsig is not None:
         try:
+            # Should someone open the file while the lease is held (by its second name), the
+            # kernel signals the holder: SIGIO by default, which terminates the daemon.
+            fcntl.fcntl(fd, setsig, signal.SIGWINCH)  # ignored unless handled
             fcntl.fcntl(fd, setlease, fcntl.F_WRLCK)
         except OSError:
             pass  # held by someone (EAGAIN), not ours (EACCES), or no leases here: look
