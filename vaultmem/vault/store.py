@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 from vaultmem.errors import ChangedOnDisk, VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
-from vaultmem.vault.atomic import atomic_write, fsync_dir, write_temp
+from vaultmem.vault.atomic import TEMP_PREFIX, atomic_write, fsync_dir, write_temp
 from vaultmem.vault.catalog import read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
 
@@ -101,11 +103,16 @@ class StagedWrite:
         # ``expected`` is the sha256 the caller's decision read; checked through the same
         # descriptor, so no save can slip in between the check and the stat.
         old = None if create else _open_quietly(self.path)
+        keep: Path | None = None
         try:
             before = None if old is None else os.fstat(old)
             if old is not None and expected is not None and _digest(old) != expected:
                 self.discard()
                 raise changed_on_disk(self.rel)
+            # A second name for the replaced file, so that it can be put back whole: a save that
+            # opened it before the rename may write to it at any later time (a person's editor
+            # between its open and its flush, descheduled on a loaded machine).
+            keep = None if old is None else _second_name(self.path)
             try:
                 self.tmp.replace(self.path)
             except OSError as exc:
@@ -113,21 +120,40 @@ class StagedWrite:
                 raise _write_error(self.rel, exc) from exc
             self.tmp = None
             if old is not None and before is not None:
+                # Renamed over, the file can no longer be opened by its path: whoever has it open
+                # for writing now opened it before the rename, and their save may be still to come.
+                # Asked first, then the size and mtime: once no one holds it, it changes no more.
+                held = open_for_writing_elsewhere(old)
                 after = os.fstat(old)
-                if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-                    self._put_back(old)
+                if held or (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+                    kept, keep = keep, None
+                    self._put_back(old, kept)
         finally:
+            if keep is not None:
+                with contextlib.suppress(OSError):
+                    keep.unlink()
             if old is not None:
                 os.close(old)
         if parsed is not None:
             return note_from_doc(parsed, self.rel)
         return note_from_text(self.data.decode("utf-8"), self.rel)
 
-    def _put_back(self, old: int) -> None:
-        """A save landed in the replaced file while it was being replaced: put that version (the
-        person's, read through the still-open descriptor) back and refuse the write."""
+    def _put_back(self, old: int, keep: Path | None) -> None:
+        """A save landed (or is landing) in the replaced file while it was being replaced: put that
+        file back (the person's inode itself, under its second name, so that a write still to come
+        through their descriptor lands in the note) and refuse the write."""
         try:
-            atomic_write(self.path, _read_all(old), durable=self.store.durable)
+            try:
+                if keep is None:
+                    raise FileNotFoundError("no second name")  # a file system without hard links
+                os.replace(keep, self.path)  # noqa: PTH105 (not Path.replace: tests hook that one)
+                if self.store.durable:
+                    fsync_dir(self.path.parent)
+            except OSError:  # its bytes as they are now, then
+                atomic_write(self.path, _read_all(old), durable=self.store.durable)
+                if keep is not None:
+                    with contextlib.suppress(OSError):
+                        keep.unlink()
         except OSError as exc:
             raise _write_error(self.rel, exc) from exc
         raise ChangedOnDisk(
@@ -152,6 +178,70 @@ def _open_quietly(path: Path) -> int | None:
         return os.open(path, os.O_RDONLY)
     except OSError:
         return None
+
+
+def _second_name(path: Path) -> Path | None:
+    """A hard link to ``path`` beside it, named as a temp file (ignored by git, the watcher and
+    reconcile; swept at start if a crash leaves it), or None where links cannot be made."""
+    link = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}.kept"
+    try:
+        os.link(path, link)
+    except OSError:
+        return None
+    return link
+
+
+def open_for_writing_elsewhere(fd: int) -> bool:
+    """Whether a descriptor other than ``fd`` has ``fd``'s file open for writing.
+
+    A write lease (Linux) is granted only when no other descriptor has the file open at all, so
+    the usual answer costs two ``fcntl`` calls. When it is refused (someone has the file open,
+    reading perhaps) or unavailable, the descriptors of the processes this user can see under
+    ``/proc`` are compared with the file and their open flags read. Where neither can tell (no
+    ``/proc``), the answer is no: the size and mtime check is all there is.
+    """
+    setlease, setsig = getattr(fcntl, "F_SETLEASE", None), getattr(fcntl, "F_SETSIG", None)
+    if setlease is not None and setsig is not None:
+        try:
+            # Should someone open the file while the lease is held (by its second name), the
+            # kernel signals the holder: SIGIO by default, which terminates the daemon.
+            fcntl.fcntl(fd, setsig, signal.SIGWINCH)  # ignored unless handled
+            fcntl.fcntl(fd, setlease, fcntl.F_WRLCK)
+        except OSError:
+            pass  # held by someone (EAGAIN), not ours (EACCES), or no leases here: look
+        else:
+            fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+            return False
+    return _writer_in_proc(fd)
+
+
+def _writer_in_proc(fd: int) -> bool:
+    mine = os.fstat(fd)
+    target = (mine.st_dev, mine.st_ino)
+    own = Path(f"/proc/{os.getpid()}/fd/{fd}")
+    try:
+        processes = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    except OSError:
+        return False
+    for process in processes:
+        try:
+            links = list((process / "fd").iterdir())
+        except OSError:
+            continue  # gone, or another user's
+        for link in links:
+            if link == own:
+                continue
+            try:
+                st = link.stat()
+                if (st.st_dev, st.st_ino) != target:
+                    continue
+                info = (process / "fdinfo" / link.name).read_text(encoding="ascii")
+            except OSError:
+                continue
+            flags = next((line.split()[1] for line in info.splitlines() if line.startswith("flags:")), "0")
+            if int(flags, 8) & os.O_ACCMODE != os.O_RDONLY:
+                return True
+    return False
 
 
 def _read_all(fd: int) -> bytes:
