@@ -60,7 +60,8 @@ def _stem(word: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """Lower-cased, stemmed words of ``text`` that are not stop words."""
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and len(w) > 1}
+    words = set(_WORD.findall(text.lower()))  # each distinct word stemmed once (long notes repeat)
+    return {_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1}
 
 
 def lexical_coverage(query: str, text: str) -> float:

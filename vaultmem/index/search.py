@@ -17,7 +17,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -91,6 +91,8 @@ class HybridSearcher:
         self.score_calibration = ScoreCalibration(calibration)
         self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._query_lock = threading.Lock()
+        #: Embeds a search's query beside its lexical leg (one idle thread, started on first use).
+        self._embedder_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vaultmem-query")
 
     # ----------------------------------------------------------------- legs
 
@@ -182,16 +184,19 @@ class HybridSearcher:
         vector_ranked: list[tuple[str, float]] = []
         query_vector: npt.NDArray[np.float32] | None = None
         degraded = False
+        # The query is embedded on the searcher's thread (the model releases the GIL) while the
+        # lexical leg scores on this one.
+        embedding = None if self._stale() else self._embedder_thread.submit(self.embed_query, query)
+        bm25_ranked = mirror.lexical(query, filters, pool)
         try:
-            if self._stale():
+            if embedding is None:
                 raise IndexError_(
                     "the stored vectors belong to another embedding model; run `vaultmem reindex`"
                 )
-            query_vector = self.embed_query(query)
+            query_vector = embedding.result()
         except IndexError_ as exc:
             degraded = True
             warnings.append(f"vector search unavailable: {exc}")
-        bm25_ranked = mirror.lexical(query, filters, pool)
         if query_vector is not None:
             vector_ranked = mirror.nearest(query_vector, filters, pool)
         fused = fuse(bm25_ranked, vector_ranked, self.fusion)
