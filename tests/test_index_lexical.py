@@ -183,12 +183,17 @@ def test_a_saved_state_is_adopted_where_the_notes_are_the_same_and_rebuilt_where
     assert unchanged.lexical_state() is None  # every slot adopted, nothing analysed
 
 
+HEADER = (lexical.STATE_FORMAT, bm25.analysis_fingerprint())
+
+
 @pytest.mark.parametrize(
     "state",
     [
         ("garbage",),
-        (lexical.STATE_FORMAT + 1, [], [], [], b"", b"", []),
-        (1, ["t"], [b"\x00"], [b""], b"", b"", []),
+        ((lexical.STATE_FORMAT + 1, HEADER[1]), [], [], [], b"", b"", []),  # another layout
+        ((lexical.STATE_FORMAT, "another analysis"), [], [], [], b"", b"", []),
+        (HEADER, ["t"], [b"\x00"], [b""], b"", b"", []),  # a posting list cut short
+        (HEADER, ["t"], [b""], [b""], b"\x00\x00", b"", ["k"]),  # lengths that do not match
     ],
 )
 def test_a_state_of_another_layout_or_damaged_is_ignored(state: tuple[object, ...]) -> None:

@@ -18,6 +18,8 @@ answers), Snowball-stemmed (``snowballstemmer``, pure Python).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import re
 import threading
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Analyzer", "Bm25Corpus", "field_counts", "field_norms", "term_scores"]
+__all__ = ["Analyzer", "Bm25Corpus", "analysis_fingerprint", "field_counts", "field_norms", "term_scores"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Longer runs are ids, hashes or pasted blobs, never words someone searches for.
@@ -68,6 +70,20 @@ B_BODY = 0.3
 TITLE_WEIGHT = 2.0
 #: Packed frequencies: the title's in the high 15 bits, the body's in the low 16.
 _BODY_MASK = 0xFFFF
+
+
+@functools.cache
+def analysis_fingerprint() -> str:
+    """What postings saved under one analysis must match to be read under another: the stop words,
+    the longest term and the stemmer's release (a state saved under another is built again)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        stemmer = version("snowballstemmer")
+    except PackageNotFoundError:  # a vendored or unpackaged copy: the analysis alone
+        stemmer = "?"
+    words = " ".join(sorted(STOP_WORDS))
+    return hashlib.sha256(f"{words}|{MAX_TERM_CHARS}|{stemmer}".encode()).hexdigest()[:16]
 
 
 class Analyzer:

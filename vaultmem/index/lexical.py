@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from vaultmem.index.bm25 import Analyzer, field_counts, field_norms, term_scores
+from vaultmem.index.bm25 import Analyzer, analysis_fingerprint, field_counts, field_norms, term_scores
 from vaultmem.index.records import NoteRecord, lexical_fields
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 #: Retired slots beyond which (and beyond half the slots) the postings are rewritten without them.
 COMPACT_AT = 4096
-#: The layout of :meth:`LexicalIndex.state` (bump it when the postings or the analysis change).
+#: The layout of :meth:`LexicalIndex.state` (bump it when the postings change; a change of the
+#: analysis is caught by its fingerprint, saved beside it).
 STATE_FORMAT = 1
 #: The state file a closing process leaves in its index folder for the next open.
 STATE_FILE = "lexical.state"
@@ -182,7 +183,7 @@ class LexicalIndex:
         self._compact(always=True)
         slot_keys = [keys[row] for row in self._row]
         return (
-            STATE_FORMAT,
+            (STATE_FORMAT, analysis_fingerprint()),
             list(self._terms),
             [d.tobytes() for d in self._docs],
             [t.tobytes() for t in self._tfs],
@@ -199,7 +200,11 @@ class LexicalIndex:
         return cls(analyzer, state=state, records=records)
 
     def _take(self, state: object, records: list[NoteRecord]) -> None:
-        if not (isinstance(state, tuple) and len(state) == 7 and state[0] == STATE_FORMAT):
+        if not (
+            isinstance(state, tuple)
+            and len(state) == 7
+            and state[0] == (STATE_FORMAT, analysis_fingerprint())
+        ):
             raise ValueError("not a lexical index state of this layout")
         _, terms, docs, tfs, title_len, body_len, slot_keys = state
         if not (isinstance(terms, list) and isinstance(docs, list) and isinstance(tfs, list)):
