@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Analyzer", "Bm25Corpus", "analysis_fingerprint", "field_counts", "field_norms", "term_scores"]
+__all__ = [
+    "Analyzer",
+    "Bm25Corpus",
+    "analysis_fingerprint",
+    "append_postings",
+    "field_counts",
+    "field_norms",
+    "term_scores",
+]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Longer runs are ids, hashes or pasted blobs, never words someone searches for.
@@ -133,6 +141,21 @@ def field_counts(analyzer: Analyzer, title: str, body: str) -> tuple[dict[str, i
     return counts, len(title_terms), len(body_terms)
 
 
+def append_postings(
+    terms: dict[str, int], docs: list[array[int]], tfs: list[array[int]], doc: int, counts: dict[str, int]
+) -> None:
+    """Add document ``doc`` with its packed ``counts`` to the postings (``terms``: term -> its
+    number; ``docs`` and ``tfs``: per number, the documents holding the term and its counts)."""
+    for term, packed in counts.items():
+        number = terms.get(term)
+        if number is None:
+            number = terms[term] = len(docs)
+            docs.append(array("i"))
+            tfs.append(array("i"))
+        docs[number].append(doc)
+        tfs[number].append(packed)
+
+
 def field_norms(
     title_len: npt.NDArray[np.float32], body_len: npt.NDArray[np.float32], title_avg: float, body_avg: float
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
@@ -174,14 +197,7 @@ class Bm25Corpus:
         """Index one document; returns its number."""
         doc = len(self._title_len)
         counts, title_len, body_len = field_counts(self.analyzer, title, body)
-        for term, packed in counts.items():
-            number = self._terms.get(term)
-            if number is None:
-                number = self._terms[term] = len(self._docs)
-                self._docs.append(array("i"))
-                self._tfs.append(array("i"))
-            self._docs[number].append(doc)
-            self._tfs[number].append(packed)
+        append_postings(self._terms, self._docs, self._tfs, doc, counts)
         self._title_len.append(title_len)
         self._body_len.append(body_len)
         return doc

@@ -27,7 +27,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from vaultmem.index.bm25 import Analyzer, analysis_fingerprint, field_counts, field_norms, term_scores
+from vaultmem.index.bm25 import (
+    Analyzer,
+    analysis_fingerprint,
+    append_postings,
+    field_counts,
+    field_norms,
+    term_scores,
+)
 from vaultmem.index.records import NoteRecord, lexical_fields
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
@@ -112,14 +119,7 @@ class LexicalIndex:
         self.remove(row)
         counts, title_len, body_len = field_counts(self.analyzer, *lexical_fields(record))
         slot = len(self._row)
-        for term, packed in counts.items():
-            number = self._terms.get(term)
-            if number is None:
-                number = self._terms[term] = len(self._docs)
-                self._docs.append(array("i"))
-                self._tfs.append(array("i"))
-            self._docs[number].append(slot)
-            self._tfs[number].append(packed)
+        append_postings(self._terms, self._docs, self._tfs, slot, counts)
         self._title_len.append(title_len)
         self._body_len.append(body_len)
         self._row.append(row)
