@@ -75,7 +75,7 @@ class Settings:
     durable: bool = True
     #: A folder holding your own ``model.onnx`` + ``tokenizer.json``; unset = the packaged MiniLM.
     model_dir: Path | None = None
-    #: onnxruntime threads for embedding (0 = one per core).
+    #: Cores that embedding may use (0 = every core): texts embedded side by side, one core each.
     embed_threads: int = 0
     #: Calibration of the vector leg's cosine (see docs/benchmarks.md for how they were measured).
     unrelated_floor: float | None = None

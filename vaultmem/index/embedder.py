@@ -101,9 +101,10 @@ class OnnxEmbedder:
 
     ``model_dir`` (optional) holds ``model.onnx`` and ``tokenizer.json``; by default the
     all-MiniLM-L6-v2 model packaged with vaultmem (int8 matrix products) is used. ``threads=0``
-    lets onnxruntime pick (one per core). Texts longer than ``max_tokens`` word pieces are
-    truncated. ``batch_size`` defaults to one text per call for the packaged model (see
-    ``_PACKAGED_BATCH``) and 32 for a model directory.
+    means one per core: the packaged model embeds that many texts side by side, one core each;
+    a model directory's batches each use that many cores. Texts longer than ``max_tokens`` word
+    pieces are truncated. ``batch_size`` defaults to one text per call for the packaged model
+    (see ``_PACKAGED_BATCH``) and 32 for a model directory.
     """
 
     def __init__(
@@ -133,10 +134,14 @@ class OnnxEmbedder:
                     "the packaged all-MiniLM-L6-v2)"
                 )
         self._threads = threads
+        #: Calls run side by side by one ``embed`` (one text each, one core each): ``threads``,
+        #: or one per core. A batching model runs one call at a time on ``threads`` cores.
+        self._parallel_calls = (threads or os.cpu_count() or 1) if batch_size == 1 else 1
         self._batch_size = batch_size
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
         self._session: Any = None
+        self._shrink: Any = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
         self._dim: int | None = None
@@ -174,15 +179,19 @@ class OnnxEmbedder:
                 ort = import_onnxruntime()
 
                 options = ort.SessionOptions()
-                if self._threads:
-                    options.intra_op_num_threads = self._threads
+                # One text per call: each call on one core, and the cores embed texts side by side
+                # (``embed``). A model that batches spreads each call over the cores instead.
+                options.intra_op_num_threads = 1 if self._batch_size == 1 else self._threads
                 options.inter_op_num_threads = 1
                 # Idle worker threads sleep instead of spinning: spinning buys no throughput here
                 # (measured) and starves the search's other threads (BM25, NumPy) on a small machine.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                # No arena: it keeps the peak of the largest batch ever embedded for the life of
-                # the process, and a query is as fast without it (docs/architecture.md, "Memory").
-                options.enable_cpu_mem_arena = False
+                # The arena serves a call's buffers again to the next call (without it, each long
+                # window's 0.4-3 MB buffers were mapped, faulted in and unmapped: a third of the
+                # throughput on long texts). It would keep its peak for the life of the process
+                # (+686 MiB after a batch of 32 long texts), so the last call of each ``embed``
+                # shrinks it (``_SHRINK``): what one call needs is held only while texts embed.
+                options.enable_cpu_mem_arena = self._batch_size == 1
                 session = ort.InferenceSession(
                     str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
                 )
@@ -203,11 +212,14 @@ class OnnxEmbedder:
                     "export it as a feature-extraction model"
                 )
             width = outputs["last_hidden_state"].shape[-1]
+            shrink = ort.RunOptions()
+            shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+            self._shrink = shrink
             self._tokenizer = tokenizer
             self._session = session
             self._dim = int(width) if isinstance(width, int) else int(self._run(["probe"]).shape[1])
 
-    def _run(self, texts: Sequence[str]) -> Vectors:
+    def _run(self, texts: Sequence[str], *, last: bool = False) -> Vectors:
         encodings = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -216,7 +228,7 @@ class OnnxEmbedder:
             feeds["token_type_ids"] = np.zeros_like(ids)
         feeds = {name: value for name, value in feeds.items() if name in self._input_names}
         try:
-            (hidden,) = self._session.run(["last_hidden_state"], feeds)
+            (hidden,) = self._session.run(["last_hidden_state"], feeds, self._shrink if last else None)
         except Exception as exc:
             raise EmbedderUnavailable(f"the embedding model failed to run: {exc}") from exc
         weights = mask[:, :, None].astype(np.float32)
@@ -224,16 +236,47 @@ class OnnxEmbedder:
         return _l2_normalise(pooled.astype(np.float32))
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed ``texts``; batches are formed from texts of similar length to limit padding."""
+        """Embed ``texts``: one text per call on as many cores as ``threads`` allows, side by side
+        (the packaged model), or batches of texts of similar length, to limit padding."""
         if self._session is None:
             self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            out[chunk] = self._run([texts[i] for i in chunk])
+        chunks = [order[start : start + self._batch_size] for start in range(0, len(order), self._batch_size)]
+        final = chunks.pop()  # run last, alone, and giving the arena back
+        workers = min(len(chunks), self._parallel_calls)
+        if workers <= 1:
+            for chunk in chunks:
+                out[chunk] = self._run([texts[i] for i in chunk])
+            out[final] = self._run([texts[i] for i in final], last=True)
+            return out
+        # The model releases the GIL while it runs: a text per core, each worker taking the next.
+        pending = iter(chunks)
+        taking = threading.Lock()
+        failures: list[BaseException] = []
+
+        def work() -> None:
+            while not failures:
+                with taking:
+                    chunk = next(pending, None)
+                if chunk is None:
+                    return
+                try:
+                    out[chunk] = self._run([texts[i] for i in chunk])
+                except BaseException as exc:  # re-raised on the caller's thread below
+                    failures.append(exc)
+
+        helpers = [threading.Thread(target=work, name="vaultmem-embed") for _ in range(workers - 1)]
+        for helper in helpers:
+            helper.start()
+        work()
+        for helper in helpers:
+            helper.join()
+        if failures:
+            raise failures[0]
+        out[final] = self._run([texts[i] for i in final], last=True)
         return out
 
 
