@@ -18,7 +18,7 @@ TEST_WORKERS ?= 3
 .PHONY: install test test-all lint bench serve clean
 
 # pip prints each package it collects and installs: a first install downloads ~400 MB (LanceDB,
-# pyarrow, onnxruntime, the model) and takes a few minutes.
+# pyarrow, onnxruntime; the model is in the repo) and takes a few minutes.
 $(STAMP): pyproject.toml
 	@echo "==> $(VENV): a virtual environment with vaultmem and its dependencies (a few minutes the first time)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
