@@ -1,6 +1,8 @@
 """What an index folder was built with: ``<state_dir>/index.json`` holds the embedding model's id,
 the vector width and the layout version of the derived columns. An index whose record differs from
-the running model or layout is searched by BM25 alone until ``vaultmem reindex`` rebuilds it."""
+the running model or layout is searched by BM25 alone until it is rebuilt: the reconcile after a
+daemon or a command opens the vault rebuilds it (``IndexKeeper.reconcile``), as ``vaultmem reindex``
+does."""
 
 from __future__ import annotations
 
