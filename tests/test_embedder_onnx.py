@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -72,6 +73,7 @@ def test_a_model_dir_without_files_is_a_clear_error(tmp_path: Path) -> None:
 
 MEMORY_AFTER_A_BIG_BATCH = """
 import json
+import os
 from vaultmem.index.embedder import OnnxEmbedder
 
 def anon_mib():
@@ -104,6 +106,7 @@ def test_a_big_batch_does_not_stay_in_memory_after_it_is_embedded() -> None:
 
 MEMORY_OF_THE_LOADED_MODEL = """
 import json
+import os
 from vaultmem.index.embedder import OnnxEmbedder, import_onnxruntime
 
 def rss_mib():
@@ -129,3 +132,27 @@ def test_the_loaded_model_keeps_its_weights_as_int8() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["after"] - figures["before"] < 80, figures
+
+
+ONE_CORE = """
+import json, os, threading
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+started = []
+real_start = threading.Thread.start
+def start(self):
+    started.append(self.name)
+    real_start(self)
+threading.Thread.start = start
+from vaultmem.index.embedder import OnnxEmbedder
+OnnxEmbedder().embed(["one text", "and another", "and a third"])
+print(json.dumps(started))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_a_process_held_to_one_core_embeds_on_its_own_thread() -> None:
+    """The texts go side by side on the cores the process may use (a container's or taskset's
+    share), not on every core the machine has."""
+    done = subprocess.run([sys.executable, "-c", ONE_CORE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "vaultmem-embed" not in json.loads(done.stdout.strip().splitlines()[-1])

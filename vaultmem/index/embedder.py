@@ -48,6 +48,14 @@ _PACKAGED_BATCH = 1
 _EXPORT_BATCH = 32
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share, not the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 class EmbedderUnavailable(IndexError_):
     """The embedding model or its tokenizer cannot be loaded or run."""
 
@@ -136,7 +144,7 @@ class OnnxEmbedder:
         self._threads = threads
         #: Calls run side by side by one ``embed`` (one text each, one core each): ``threads``,
         #: or one per core. A batching model runs one call at a time on ``threads`` cores.
-        self._parallel_calls = (threads or os.cpu_count() or 1) if batch_size == 1 else 1
+        self._parallel_calls = (threads or _usable_cores()) if batch_size == 1 else 1
         self._batch_size = batch_size
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
