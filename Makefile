@@ -42,6 +42,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/embedder.py
 	$(BIN)/python benchmarks/write_path.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/mcp_e2e.py

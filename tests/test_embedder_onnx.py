@@ -66,6 +66,23 @@ def test_a_text_gets_the_same_vector_alone_and_among_others(threads: int) -> Non
     np.testing.assert_array_equal(together, alone)
 
 
+@pytest.mark.parametrize("batch_size", [None, 8])
+def test_a_model_directory_of_ones_own_embeds_in_batches(tmp_path: Path, batch_size: int | None) -> None:
+    """A user's own export (here a copy of the packaged files) batches 32 texts a call by default,
+    with onnxruntime's arena off; so does the packaged model given a batch size."""
+    model, tokenizer = default_model_dir()
+    for source in (model, tokenizer):
+        (tmp_path / source.name).symlink_to(source)
+    own = OnnxEmbedder(tmp_path, threads=1, batch_size=batch_size)
+    packaged = OnnxEmbedder(threads=1, batch_size=batch_size or 8)
+    texts = ["short", "a somewhat longer text to embed here", "word " * 300] * 4
+    for embedder in (own, packaged):
+        vectors = embedder.embed(texts)
+        assert vectors.shape == (12, 384)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    assert own.model_id.split("@")[1] == packaged.model_id.split("@")[1]
+
+
 def test_a_model_dir_without_files_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match=r"model\.onnx"):
         OnnxEmbedder(tmp_path)

@@ -198,7 +198,7 @@ class OnnxEmbedder:
                 # window's 0.4-3 MB buffers were mapped, faulted in and unmapped: a third of the
                 # throughput on long texts). It would keep its peak for the life of the process
                 # (+686 MiB after a batch of 32 long texts), so the last call of each ``embed``
-                # shrinks it (``_SHRINK``): what one call needs is held only while texts embed.
+                # shrinks it (``_shrink``): what one call needs is held only while texts embed.
                 options.enable_cpu_mem_arena = self._batch_size == 1
                 session = ort.InferenceSession(
                     str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
@@ -220,9 +220,10 @@ class OnnxEmbedder:
                     "export it as a feature-extraction model"
                 )
             width = outputs["last_hidden_state"].shape[-1]
-            shrink = ort.RunOptions()
-            shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-            self._shrink = shrink
+            if options.enable_cpu_mem_arena:  # asking a session without an arena to shrink it fails
+                shrink = ort.RunOptions()
+                shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+                self._shrink = shrink
             self._tokenizer = tokenizer
             self._session = session
             self._dim = int(width) if isinstance(width, int) else int(self._run(["probe"]).shape[1])
