@@ -12,6 +12,7 @@ import fcntl
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 from conftest import OpenService, git_status, hand_write
@@ -116,6 +117,34 @@ def test_an_appending_save_that_lands_in_the_replaced_file_is_put_back(
     assert "person edit: seen at dawn too" in target.read_text(encoding="utf-8")
 
 
+def _opened_before_the_rename(
+    vault: Path, service: Any, monkeypatch: pytest.MonkeyPatch, title: str
+) -> tuple[str, Path, list[IO[str]]]:
+    """A note, and ``Path.replace`` patched so that the first rename of a temp file over it opens
+    the note for appending first, as a person's save would (the handles are returned)."""
+    written = service.append(f"The {title} is by the water.", "reference", title=title)
+    target = vault / parts(service).catalog.by_id(written["id"]).path
+    real_replace = Path.replace
+    handles: list[IO[str]] = []
+
+    def replace(self: Path, dest: Path | str) -> Path:
+        if Path(dest) == target and self.name.startswith(TEMP_PREFIX) and not handles:
+            handles.append(target.open("a", encoding="utf-8"))  # opened before the rename
+        return real_replace(self, dest)
+
+    monkeypatch.setattr(Path, "replace", replace)
+    return written["id"], target, handles
+
+
+def _assert_put_back_then_forgotten(service: Any, note_id: str, target: Path, line: str) -> None:
+    """The person's line is in the note the refused write put back; the retried forget keeps it."""
+    text = target.read_text(encoding="utf-8")
+    assert line in text and "status: deleted" not in text
+    assert not list(target.parent.glob(f"{TEMP_PREFIX}*"))
+    assert service.forget(note_id, "outdated", wait_commit=True)["status"] == "deleted"
+    assert line in target.read_text(encoding="utf-8")
+
+
 def test_a_save_opened_before_the_rename_and_written_after_the_write_returned_is_kept(
     vault: Path, open_service: OpenService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,34 +155,17 @@ def test_a_save_opened_before_the_rename_and_written_after_the_write_returned_is
     writing after the rename has a save to come: the replaced file itself is put back, so the line
     lands in the note whenever it is written, and the write is refused as retryable."""
     service = open_service()
-    written = service.append("The heron waits in the reeds.", "reference", title="heron")
-    rel = parts(service).catalog.by_id(written["id"]).path  # type: ignore[union-attr]
-    target = vault / rel
-    real_replace = Path.replace
-    handles = []
-
-    def replace(self: Path, dest: Path | str) -> Path:
-        if Path(dest) == target and self.name.startswith(TEMP_PREFIX) and not handles:
-            handles.append(target.open("a", encoding="utf-8"))  # opened before the rename
-        return real_replace(self, dest)
-
-    monkeypatch.setattr(Path, "replace", replace)
+    note_id, target, handles = _opened_before_the_rename(vault, service, monkeypatch, "heron")
     try:
         with pytest.raises(ChangedOnDisk, match="put back"):
-            service.forget(written["id"], "outdated")
+            service.forget(note_id, "outdated")
     finally:
         monkeypatch.undo()
         for handle in handles:
             handle.write("\nperson edit: it caught a fish\n")  # written after the forget returned
             handle.close()
     assert len(handles) == 1
-
-    text = target.read_text(encoding="utf-8")
-    assert "person edit: it caught a fish" in text and "status: deleted" not in text
-    assert not list(target.parent.glob(f"{TEMP_PREFIX}*"))
-    again = service.forget(written["id"], "outdated", wait_commit=True)
-    assert again["status"] == "deleted"
-    assert "person edit: it caught a fish" in target.read_text(encoding="utf-8")
+    _assert_put_back_then_forgotten(service, note_id, target, "person edit: it caught a fish")
     assert git_status(vault) == ""
 
 
@@ -165,17 +177,8 @@ def test_a_save_that_finishes_while_the_replaced_file_is_looked_for_holders_is_p
     that follows it can see its line (compared first, the line was lost: the fixed scenario, its
     person slowed down between open and write, still failed 3 runs in 20)."""
     service = open_service()
-    written = service.append("The kingfisher dives.", "reference", title="kingfisher")
-    rel = parts(service).catalog.by_id(written["id"]).path  # type: ignore[union-attr]
-    target = vault / rel
-    real_replace = Path.replace
+    note_id, target, handles = _opened_before_the_rename(vault, service, monkeypatch, "kingfisher")
     real_holders = store.open_for_writing_elsewhere
-    handles = []
-
-    def replace(self: Path, dest: Path | str) -> Path:
-        if Path(dest) == target and self.name.startswith(TEMP_PREFIX) and not handles:
-            handles.append(target.open("a", encoding="utf-8"))  # opened before the rename
-        return real_replace(self, dest)
 
     def holders(fd: int) -> bool:
         for handle in handles:  # written and closed just as vaultmem asks who holds the file
@@ -183,19 +186,12 @@ def test_a_save_that_finishes_while_the_replaced_file_is_looked_for_holders_is_p
             handle.close()
         return real_holders(fd)
 
-    monkeypatch.setattr(Path, "replace", replace)
     monkeypatch.setattr(store, "open_for_writing_elsewhere", holders)
     with pytest.raises(ChangedOnDisk, match="put back"):
-        service.forget(written["id"], "outdated")
+        service.forget(note_id, "outdated")
     monkeypatch.undo()
     assert len(handles) == 1 and handles[0].closed
-
-    text = target.read_text(encoding="utf-8")
-    assert "person edit: a flash of blue" in text and "status: deleted" not in text
-    assert not list(target.parent.glob(f"{TEMP_PREFIX}*"))
-    again = service.forget(written["id"], "outdated", wait_commit=True)
-    assert again["status"] == "deleted"
-    assert "person edit: a flash of blue" in target.read_text(encoding="utf-8")
+    _assert_put_back_then_forgotten(service, note_id, target, "person edit: a flash of blue")
 
 
 _HOLD_A_LEASE = """
