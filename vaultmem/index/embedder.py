@@ -255,13 +255,9 @@ class OnnxEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         chunks = [order[start : start + self._batch_size] for start in range(0, len(order), self._batch_size)]
         final = chunks.pop()  # run last, alone, and giving the arena back
+        # The model releases the GIL while it runs: a text per core, this thread and its helpers
+        # each taking the next (no helper for one core, or a single chunk).
         workers = min(len(chunks), self._parallel_calls)
-        if workers <= 1:
-            for chunk in chunks:
-                out[chunk] = self._run([texts[i] for i in chunk])
-            out[final] = self._run([texts[i] for i in final], last=True)
-            return out
-        # The model releases the GIL while it runs: a text per core, each worker taking the next.
         pending = iter(chunks)
         taking = threading.Lock()
         failures: list[BaseException] = []
