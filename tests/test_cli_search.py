@@ -128,3 +128,32 @@ def test_search_with_an_unknown_kind_is_refused_as_append_refuses_it(vault: Path
     found = search("--kind", "household")
     assert found.returncode == 0 and "kettle" in found.stdout
     assert search("--kind", "fix").stdout.strip() == "no matches"
+
+
+def test_a_model_directory_of_ones_own_set_in_the_vaults_settings_indexes_and_searches(
+    vault: Path, tmp_path: Path
+) -> None:
+    """``model_dir`` in ``vaultmem.yaml`` (here a folder linking to the packaged files): the CLI
+    reindexes and searches with it, in batches and without onnxruntime's arena (the arena's shrink
+    made every embed of such a model fail at its last call)."""
+    from vaultmem.index.embedder import default_model_dir
+
+    own = tmp_path / "my-model"
+    own.mkdir()
+    for source in default_model_dir():
+        (own / source.name).symlink_to(source)
+    (vault / "vaultmem.yaml").write_text(f"model_dir: {own}\n", encoding="utf-8")
+    for n, text in enumerate(["Descale the kettle every month.", "The heron waits in the reeds."]):
+        (vault / "memory" / "semantic" / f"note-{n}.md").write_text(text + "\n", encoding="utf-8")
+    cli = [str(Path(sys.executable).with_name("vaultmem")), "--vault", str(vault)]
+    done = subprocess.run([*cli, "reindex"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run(
+        [*cli, "search", "--json", "bird by the water"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["results"][0]["slug"] == "note-1"
+    assert "vector search unavailable" not in done.stderr
+    meta = json.loads(next(vault.rglob("index.json")).read_text(encoding="utf-8"))
+    assert meta["model_id"].startswith("my-model@")
