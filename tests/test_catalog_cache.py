@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from layers import parts
 
 from vaultmem.notes.model import parse_time
+from vaultmem.vault.atomic import TEMP_PREFIX
 from vaultmem.vault.catalog import CACHE_VERSION, ENTRY_FIELDS, Catalog, Entry
-from vaultmem.vault.layout import VaultLayout, is_ignored_rel
+from vaultmem.vault.layout import CONFLICT_COPY, VaultLayout, is_conflict_stem, is_ignored_rel
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 
@@ -159,6 +160,9 @@ def test_the_walk_yields_exactly_the_paths_that_are_notes(tmp_path: Path) -> Non
     names = [
         "a.md", "README.md", "x.md~", ".hidden.md", "n (1).md", "b.md.swp", "c.txt", "Z.md", "4913",
         "project_context.md", "project.yaml", "active_goals.md", ".vaultmem-tmp-1.md",
+        # names a swap or backup pattern might one day take for its own: the walk does not ask
+        # is_ignored_name of a name ending in ".md", so this test is what keeps the two in step
+        "#a#.md", "a.bak.md", "4913.md", "a.tmp.md", "a~.md", ".#a.md", "a.swp.md",
     ]  # fmt: skip
     folders = ["", "notes", "notes/deep", "desk", "desk/projects/p", ".obsidian", ".trash", ".git",
                ".vaultmem", "node_modules", "sub/.hidden"]  # fmt: skip
@@ -169,8 +173,16 @@ def test_the_walk_yields_exactly_the_paths_that_are_notes(tmp_path: Path) -> Non
             (root / folder / name).write_text("x", encoding="utf-8")
             written.append(f"{folder}/{name}" if folder else name)
     os.symlink(tmp_path, root / "loop")  # a symlinked folder is not walked into
-    walked = [rel for rel, _st in VaultLayout(root).iter_note_paths()]
+    temp_files: list[str] = []
+    walked = [rel for rel, _st in VaultLayout(root).iter_note_paths(temp_files=temp_files)]
     assert sorted(walked) == sorted(r for r in written if not is_ignored_rel(r))
+    # a folder's notes by name, then its folders one by one, each walked whole before the next
+    assert walked == sorted(walked, key=lambda r: (r.split("/")[:-1], r.rsplit("/", 1)[-1]))
+    # the temp files of atomic writes, in the folders walked (a start removes them)
+    walked_folders = {"", "notes", "notes/deep", "desk", "desk/projects/p"}
+    assert sorted(temp_files) == sorted(
+        r for r in written if TEMP_PREFIX in r and r.rpartition("/")[0] in walked_folders
+    )
     assert "a.md" in walked and "notes/deep/Z.md" in walked and "desk/projects/p/a.md" in walked
     assert not any(r.startswith(("loop/", ".obsidian/", "node_modules/")) for r in walked)
 
@@ -193,3 +205,23 @@ def test_the_day_the_daily_cap_counts_is_the_day_the_stamp_says(
         "a.md", None, "a", "fact", "active", None, (), stamp, stamp, "f", "h", None, None, False, (), 0, 0
     )
     assert entry.created_day == parsed.date().isoformat()
+
+
+_STEM_PIECES = ["a", " ", "(", ")", "1", "Conflict", "conflicted copy", "'s ", ".sync-",
+                "-20260101-101010-AB", ".CONFLICT-", "1a2b3c4d"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    stem=st.one_of(
+        st.text(max_size=40),
+        st.builds(
+            "".join,
+            st.lists(st.sampled_from(_STEM_PIECES), max_size=8),
+        ),
+    )
+)
+def test_the_quick_conflict_copy_check_agrees_with_the_patterns(stem: str) -> None:
+    """Every start asks of every note whether it is a sync client's conflict copy; the answer
+    without the expression (no ")" and no "conflict") is the expression's."""
+    assert is_conflict_stem(stem) == bool(CONFLICT_COPY.search(stem))

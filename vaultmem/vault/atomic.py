@@ -70,15 +70,9 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def sweep_temp_files(root: Path, skip: frozenset[str]) -> list[Path]:
-    """Remove temp files a crash left behind under ``root`` (never descending into ``skip``)."""
-    removed: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in skip]
-        for name in filenames:
-            if name.startswith(TEMP_PREFIX):
-                target = Path(dirpath) / name
-                with contextlib.suppress(OSError):
-                    target.unlink()
-                    removed.append(target)
-    return removed
+def remove_files(root: Path, paths: list[str]) -> None:
+    """Remove ``paths`` (relative to ``root``): the temp files a crash left behind, which the
+    catalog's walk at a start lists (``VaultLayout.iter_note_paths``). One already gone is fine."""
+    for rel in paths:
+        with contextlib.suppress(OSError):
+            (root / rel).unlink()

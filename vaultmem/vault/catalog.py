@@ -27,7 +27,13 @@ from vaultmem.notes.ids import canonical_id, derived_id
 from vaultmem.notes.links import aliases_of, recorded_targets, text_refs, typed_links
 from vaultmem.notes.model import Note, note_from_text, parse_time
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy, not_a_file_reason
+from vaultmem.vault.layout import (
+    VaultLayout,
+    bad_name_reason,
+    is_conflict_copy,
+    is_conflict_stem,
+    not_a_file_reason,
+)
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
@@ -205,13 +211,14 @@ class Catalog:
         self._cache_file = layout.state_dir / "catalog.cache"
 
     # -- building ---------------------------------------------------------------------------
-    def scan(self) -> tuple[int, int]:
-        """Rebuild from the vault; return (notes seen, notes parsed anew)."""
+    def scan(self, temp_files: list[str] | None = None) -> tuple[int, int]:
+        """Rebuild from the vault; return (notes seen, notes parsed anew). With ``temp_files``, the
+        temp files of atomic writes met on the walk are appended to it (vault-relative)."""
         cached = self._load_cache()
         parsed = 0
         with self._lock:
             self._clear()
-            for rel, st in self.layout.iter_note_paths(self.skipped):
+            for rel, st in self.layout.iter_note_paths(self.skipped, temp_files):
                 old = cached.get(rel)
                 if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
                     self._add(old)
@@ -287,10 +294,14 @@ class Catalog:
         self.skipped.clear()
 
     def _add(self, entry: Entry) -> None:
-        self._by_path[entry.path] = entry
-        copy = is_conflict_copy(entry.path)
-        if entry.id:
-            owner = self._by_id.get(entry.id)
+        path = entry.path
+        self._by_path[path] = entry
+        stem = path.rsplit("/", 1)[-1].removesuffix(".md")  # the slug (once: every note, every start)
+        copy = is_conflict_stem(stem)
+        owner = self._by_id.get(entry.id) if entry.id else None
+        if entry.id and (owner is None or owner == path):  # nearly always: the id's first holder
+            self._by_id[entry.id] = path
+        elif entry.id:
             if owner is not None and owner != entry.path and self._changed_since_read(owner):
                 # The file that held the id changed since it was read: a sync's merge gave its path
                 # to another machine's note and this one a new name, and the watcher reads paths
@@ -318,7 +329,7 @@ class Catalog:
             for tag in entry.tags:
                 if tag.startswith(IDEM_TAG_PREFIX):
                     self._by_idem.setdefault(tag, entry.path)
-        self._by_stem.add(entry.slug.lower(), entry.path)
+        self._by_stem.add(stem.lower(), path)
         for alias in entry.aliases:
             self._by_alias.add(alias.lower(), entry.path)
         day = entry.created_day

@@ -37,7 +37,14 @@ def is_ignored_name(name: str) -> bool:
 
 def is_conflict_copy(rel: str) -> bool:
     """True for a sync client's conflict copy of a note (indexed, flagged, never merged or deleted)."""
-    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    return is_conflict_stem(rel.rsplit("/", 1)[-1].removesuffix(".md"))
+
+
+def is_conflict_stem(stem: str) -> bool:
+    """:func:`is_conflict_copy` of a file's stem. Every pattern holds a ")" or the word "conflict":
+    a stem with neither (nearly all, at every start) is answered without the expression."""
+    if ")" not in stem and "conflict" not in stem.lower():
+        return False
     return bool(CONFLICT_COPY.search(stem))
 
 
@@ -175,66 +182,77 @@ class VaultLayout:
             return None
         return not_a_file_reason(rel, mode)
 
-    def iter_note_paths(self, skipped: dict[str, str] | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    def iter_note_paths(
+        self, skipped: dict[str, str] | None = None, temp_files: list[str] | None = None
+    ) -> Iterator[tuple[str, os.stat_result]]:
         """Every note file in the vault with its stat, skipping ignored folders and files.
 
-        Sorted by folder, then name. Plain strings and ``os.scandir`` rather than ``Path`` objects:
-        this walk is most of a start's catalog scan (~0.1 s instead of ~0.4 s at 10k notes).
+        Sorted by folder, then name. Plain strings and ``os.scandir`` rather than ``Path`` objects,
+        and one loop over a stack of folders rather than a generator per folder: this walk is a
+        third of a start's catalog scan (0.85 s at 100k notes, 0.26 s of it the ``stat`` calls).
         Symlinked folders are not walked into (as ``os.walk`` does by default). Paths that look like
         notes but are not readable as one (a name that is not UTF-8, a named pipe, a socket) are
-        left out and, when ``skipped`` is given, recorded in it as ``{printable path: why}``.
+        left out and, when ``skipped`` is given, recorded in it as ``{printable path: why}``. When
+        ``temp_files`` is given, the temp files of vaultmem's atomic writes (``TEMP_PREFIX``) met on
+        the way are appended to it, vault-relative: a start removes what a crash left behind
+        without walking the vault a second time.
         """
         skip_state = str(self.state_dir)
-        yield from self._walk(str(self.root), "", skip_state, {} if skipped is None else skipped)
-
-    def _walk(
-        self, folder: str, prefix: str, skip_state: str, skipped: dict[str, str]
-    ) -> Iterator[tuple[str, os.stat_result]]:
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            return
-        dirs: list[tuple[str, str]] = []
-        files: list[str] = []
+        skipped = {} if skipped is None else skipped
         home_prefix = self.home + "/" if self.home else ""
-        for entry in entries:
-            name = entry.name
+        desk_prefix = in_home(self.home, _DESK_PREFIX)
+        stack = [(str(self.root), "")]
+        while stack:
+            folder, prefix = stack.pop()
             try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if name in IGNORED_DIRS or name.startswith(".") or entry.path == skip_state:
-                    continue
-                if not is_valid_name(name):  # every note below would have an unprintable path
-                    skipped[shown(prefix + name) + "/"] = (
-                        f"{shown(prefix + name)}/: the folder's name is not valid UTF-8; vaultmem "
-                        "does not look inside it: rename it"
-                    )
-                    continue
-                if not entry.is_symlink():
-                    dirs.append((name, entry.path))
-            elif name.endswith(".md") and not name.startswith(".") and not is_ignored_name(name):
-                files.append(name)
-        files.sort()
-        for name in files:
-            rel = prefix + name
-            if (name in ROOT_NON_NOTES and prefix == home_prefix) or (
-                prefix and is_side_file(rel, self.home)
-            ):
-                continue  # vaultmem's README, a slot or project file under its desk/: never notes
-            if not is_valid_name(name):  # the folders above are valid: skipped otherwise
-                skipped[shown(rel)] = bad_name_reason(rel) or ""
-                continue
-            try:
-                st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 (no Path objects: speed)
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
             except OSError:
                 continue
-            if not S_ISREG(st.st_mode):  # a FIFO would block the read: never open it
-                skipped[rel] = not_a_file_reason(rel, st.st_mode) or ""
-                continue
-            yield rel, st
-        dirs.sort()
-        for name, path in dirs:
-            yield from self._walk(path, f"{prefix}{name}/", skip_state, skipped)
+            dirs: list[tuple[str, str]] = []
+            files: list[str] = []
+            for entry in entries:
+                name = entry.name
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if name in IGNORED_DIRS or name.startswith(".") or entry.path == skip_state:
+                        continue
+                    if not is_valid_name(name):  # every note below would have an unprintable path
+                        skipped[shown(prefix + name) + "/"] = (
+                            f"{shown(prefix + name)}/: the folder's name is not valid UTF-8; vaultmem "
+                            "does not look inside it: rename it"
+                        )
+                        continue
+                    if not entry.is_symlink():
+                        dirs.append((name, entry.path))
+                elif name.endswith(".md") and not name.startswith("."):
+                    # (no swap or backup pattern of is_ignored_name ends in ".md" or starts
+                    # otherwise than with "."; tests/test_catalog_cache.py checks it stays so)
+                    files.append(name)
+                elif temp_files is not None and name.startswith(TEMP_PREFIX):
+                    temp_files.append(prefix + name)
+            files.sort()
+            base = folder + os.sep
+            in_desk = prefix.startswith(desk_prefix)
+            at_home = prefix == home_prefix
+            for name in files:
+                if (at_home and name in ROOT_NON_NOTES) or (
+                    in_desk and is_side_file(prefix + name, self.home)
+                ):
+                    continue  # vaultmem's README, a slot or project file under its desk/: never notes
+                if not name.isascii() and not is_valid_name(name):  # the folders above are valid
+                    skipped[shown(prefix + name)] = bad_name_reason(prefix + name) or ""
+                    continue
+                try:
+                    st = os.stat(base + name)  # noqa: PTH116 (no Path objects: speed)
+                except OSError:
+                    continue
+                if not S_ISREG(st.st_mode):  # a FIFO would block the read: never open it
+                    skipped[prefix + name] = not_a_file_reason(prefix + name, st.st_mode) or ""
+                    continue
+                yield prefix + name, st
+            dirs.sort(reverse=True)  # popped in name order, each folder's own before the next's
+            stack.extend((path, f"{prefix}{name}/") for name, path in dirs)

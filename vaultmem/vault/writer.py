@@ -27,11 +27,11 @@ from vaultmem import caller
 from vaultmem.errors import GitLocked, VaultmemError
 from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
-from vaultmem.vault.atomic import sweep_temp_files
+from vaultmem.vault.atomic import remove_files
 from vaultmem.vault.catalog import Catalog, file_hash
 from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
 from vaultmem.vault.history import Author, GitRepo
-from vaultmem.vault.layout import IGNORED_DIRS, VaultLayout, is_never_committed
+from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
 from vaultmem.vault.merge_state import recover_at_start
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
@@ -111,13 +111,14 @@ class VaultWriter:
         self._gen_fd: int | None = None
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         with self._process_lock, self._lock:
-            sweep_temp_files(layout.root, IGNORED_DIRS)
             repo.sweep_pathspec_files()
             recover_at_start(repo)  # a sync round a kill interrupted: before the start-up commit
             # `git status` (a subprocess: it stats every file too) runs while the catalog scans.
             with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-git-status") as pool:
                 pending = pool.submit(repo.pending_changes)
-                catalog.scan()
+                leftovers: list[str] = []  # temp files a crash left behind, met by the scan's walk
+                catalog.scan(temp_files=leftovers)
+                remove_files(layout.root, leftovers)
                 self._commit_found_at_start(pending.result())
             # Files not changed since now are committed: only later changes can be a person's.
             self._clean_before = time.time() - 2.0
