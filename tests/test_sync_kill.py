@@ -20,9 +20,9 @@ import pytest
 
 from tests.sync_harness import Cluster, Machine, fsck, notes_with_markers, status, tree
 from vaultmem.notes.model import note_from_text
-from vaultmem.vault.atomic import sweep_temp_files
+from vaultmem.vault.atomic import remove_files
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import IGNORED_DIRS
+from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.merge_driver import RECORDS_FILE, read_records
 from vaultmem.vault.merge_state import MARKER, Marker, write_marker
 from vaultmem.vault.remote import VaultSync
@@ -92,7 +92,10 @@ def assert_converged(cluster: Cluster, laptop: Machine, desktop: Machine, shared
     recovery: list[str] = []
     # A restart sweeps the temp files a kill left mid-write, as Memory does at start (they
     # are git-ignored meanwhile).
-    sweep_temp_files(laptop.root, IGNORED_DIRS)
+    leftovers: list[str] = []
+    for _note in VaultLayout(laptop.root).iter_note_paths(temp_files=leftovers):
+        pass
+    remove_files(laptop.root, leftovers)
     for machine in (laptop, desktop):
         report = VaultSync(GitRepo(machine.root, lock_timeout=1.0)).sync()
         assert report.ok, report.errors

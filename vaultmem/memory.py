@@ -14,6 +14,7 @@ public seam: ``Memory(settings, clock=...)``. Everything an adapter needs is exp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -106,7 +107,12 @@ class Memory:
             lock_timeout=settings.write_lock_timeout,
             background_commits=background_commits,
         )
-        the_index = open_index(settings, embedder) if index and embedder is not None else None
+        try:  # after the scan, not beside it: docs/benchmarks.md, "Start at 100k" says why
+            the_index = open_index(settings, embedder) if index and embedder is not None else None
+        except BaseException:  # what the index raised is reported; the writer is closed
+            with contextlib.suppress(Exception):
+                writer.close()
+            raise
         self._ctx = ctx = Context(
             settings,
             layout=layout,
@@ -249,14 +255,14 @@ class Memory:
     def recall_search(self, spec: SearchSpec, cwd: str | None = None) -> Answer:
         """``search``: hybrid search inside the scope ``cwd`` names (or an id lookup)."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        return self._recalled(self._recall.search(_scoped(spec, scope)), scope)
+        return self._recalled(self._recall.search(spec.scoped(scope)), scope)
 
     def recall_clusters(self, spec: SearchSpec, cwd: str | None = None) -> Answer:
         """``clusters``: the search over cluster thoughts only."""
         if spec.is_cluster is False:
             raise InvalidInput("clusters searches cluster thoughts only; is_cluster: false contradicts it")
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        found = self._recall.search(dataclasses.replace(_scoped(spec, scope), is_cluster=True), "clusters")
+        found = self._recall.search(dataclasses.replace(spec.scoped(scope), is_cluster=True), "clusters")
         return self._recalled(found, scope)
 
     def recall_context(
@@ -264,7 +270,7 @@ class Memory:
     ) -> Answer:
         """``context``: a thought (by id, or a query's best match) and its neighbourhood."""
         scope = projects.scope_for(self._ctx, None if thought_id else cwd, reader=not thought_id)
-        given = _scoped(spec, scope) if spec is not None else None
+        given = spec.scoped(scope) if spec is not None else None
         return self._recalled(self._recall.context(given, thought_id, max_degree), scope)
 
     def recall_get(
@@ -293,20 +299,20 @@ class Memory:
 
     def _recalled(self, answer: Answer, scope: Scope) -> Answer:
         self._primers.count_recall(answer)  # thoughts recalled again and again are promoted
-        return _with(answer, scope)
+        return answer.with_scope(scope)
 
     # -- memory_store -------------------------------------------------------------------------------
     def create_thought(self, spec: NewThought, cwd: str | None = None) -> Answer:
         """``create``: one thought, in ``cwd``'s project."""
         scope = projects.scope_for(self._ctx, cwd, reader=False)
-        return _with(Answer.one("create", self._thoughts.create(spec, scope.project)), scope)
+        return Answer.one("create", self._thoughts.create(spec, scope.project)).with_scope(scope)
 
     def bulk_create(
         self, rows: Sequence[Json] | None, cwd: str | None = None, idempotency_key: str | None = None
     ) -> Answer:
         """``bulk_create``: many thoughts in one commit, a result per row."""
         scope = projects.scope_for(self._ctx, cwd, reader=False)
-        return _with(self._thoughts.bulk_create(rows, scope.project, idempotency_key), scope)
+        return self._thoughts.bulk_create(rows, scope.project, idempotency_key).with_scope(scope)
 
     def update_thought(
         self,
@@ -328,7 +334,7 @@ class Memory:
             project=scope.project, set_project=scope.project is not None, is_protected=is_protected,
             is_global=is_global, surface_after=surface_after,
         )  # fmt: skip
-        return _with(Answer.one("update", thought), scope)
+        return Answer.one("update", thought).with_scope(scope)
 
     def link(self, source_id: str | None, target_id: str | None, edge_type: str | None = None) -> Answer:
         """``link``: a typed edge ``source -type-> target`` (one per pair)."""
@@ -368,9 +374,9 @@ class Memory:
     ) -> Answer:
         """``merge``: the source's edges move onto the target, the source is archived."""
         scope = projects.scope_for(self._ctx, cwd, reader=False)
-        return _with(
-            self._supersede.merge(dataclasses.replace(spec, project=scope.project), confirm, token), scope
-        )
+        return self._supersede.merge(
+            dataclasses.replace(spec, project=scope.project), confirm, token
+        ).with_scope(scope)
 
     # -- memory_manage ------------------------------------------------------------------------------
     def list_projects(self, fields: Sequence[str] | None = None) -> Answer:
@@ -407,23 +413,23 @@ class Memory:
     def reflect(self, spec: ReflectSpec, cwd: str | None = None) -> Answer:
         """``reflect``: a session's summary, goals, decisions and pending items, one commit."""
         scope = projects.scope_for(self._ctx, cwd, reader=False)
-        return _with(self._reflect.reflect(spec, self._project(scope)), scope)
+        return self._reflect.reflect(spec, self._project(scope)).with_scope(scope)
 
     def timeline(self, status: str | None, cwd: str | None, limit: int, offset: int) -> Answer:
         """``timeline``: the thoughts, newest first, a page at a time."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        return _with(self._reflect.timeline(_status(status, "all"), scope.project, limit, offset), scope)
+        return self._reflect.timeline(_status(status, "all"), scope.project, limit, offset).with_scope(scope)
 
     # -- memory_status ------------------------------------------------------------------------------
     def slots(self, cwd: str | None, slots_limit: int = DEFAULT_SLOTS_LIMIT, offset: int = 0) -> Answer:
         """``slots``: project context, active goals, pending items, architecture decisions."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        return _with(self._status.slots(self._project(scope), slots_limit, offset, scope.given), scope)
+        return self._status.slots(self._project(scope), slots_limit, offset, scope.given).with_scope(scope)
 
     def frontier(self, cwd: str | None, limit: int = DEFAULT_FRONTIER_LIMIT) -> Answer:
         """``frontier``: what needs attention (pending, contradictions, unfiled, stale)."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        return _with(self._status.frontier(scope.project, limit), scope)
+        return self._status.frontier(scope.project, limit).with_scope(scope)
 
     def config_text(self) -> str:
         """``config``: the effective settings and the filing contract, as text."""
@@ -467,7 +473,7 @@ class Memory:
         found = self._review.enqueue(
             thought_id, max_proposals, scope.project, project_id if isinstance(project_id, str) else None
         )
-        return _with(found, scope)
+        return found.with_scope(scope)
 
     def list_proposals(
         self,
@@ -481,7 +487,7 @@ class Memory:
         """``list``: the review queue, oldest first."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
         found = self._review.list_queue(status, thought_id, scope.project, include_retired, limit, offset)
-        return _with(found, scope)
+        return found.with_scope(scope)
 
     def apply_proposal(
         self, proposal_id: str | None, confirm: bool = False, token: str | None = None
@@ -530,7 +536,7 @@ class Memory:
     def graph(self, cwd: str | None, status: str | None, limit: int, offset: int) -> Answer:
         """``graph``: a page of nodes and the edges between them."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
-        return _with(self._crystallize.graph(scope.project, _status(status, "all"), limit, offset), scope)
+        return self._crystallize.graph(scope.project, _status(status, "all"), limit, offset).with_scope(scope)
 
     def cluster(
         self,
@@ -541,7 +547,7 @@ class Memory:
     ) -> Answer:
         """``cluster``: a cluster thought with a cluster edge to each member, one commit."""
         scope = projects.scope_for(self._ctx, cwd, reader=False)
-        return _with(self._crystallize.cluster(thought_ids, title, tags, scope.project), scope)
+        return self._crystallize.cluster(thought_ids, title, tags, scope.project).with_scope(scope)
 
     def auto_cluster(
         self,
@@ -583,15 +589,3 @@ class Memory:
         """``vaultmem init``: make ``path`` a vault (template, filing contract, git), in a folder of
         its own (``folder``, default Memory/) when ``path`` already holds notes; (root, created)."""
         return init_vault(path, git_dir, folder)
-
-
-def _scoped(spec: SearchSpec, scope: Scope) -> SearchSpec:
-    """``spec`` filtered on the project ``scope`` names."""
-    return dataclasses.replace(spec, project=scope.project)
-
-
-def _with(answer: Answer, scope: Scope) -> Answer:
-    """``answer`` with the call's scope (unless the action set a scope of its own)."""
-    if answer.scope == Scope():
-        answer.scope = scope
-    return answer

@@ -24,6 +24,7 @@ from vaultmem.operations.results import (
     Json,
     Payload,
     Row,
+    Scope,
     Thought,
     WithColumns,
     status_filter,
@@ -64,6 +65,10 @@ class SearchSpec:
     verbose: bool = False  # compact: false: ranking metadata on every item
     #: The memory as it was then (an ISO date-time or a commit id): :mod:`vaultmem.operations.as_of`.
     as_of: str | None = None
+
+    def scoped(self, scope: Scope) -> SearchSpec:
+        """The same search, filtered on the project ``scope`` names."""
+        return dataclasses.replace(self, project=scope.project)
 
     def with_status(self, status: str | None) -> SearchSpec:
         """The same search over the statuses a graph tool's ``status`` names (default: active)."""

@@ -201,6 +201,12 @@ class Answer:
     beside: dict[str, Payload] = field(default_factory=dict)
     scope: Scope = field(default_factory=Scope)
 
+    def with_scope(self, scope: Scope) -> Answer:
+        """This answer with the call's scope (unless the action set a scope of its own)."""
+        if self.scope == Scope():
+            self.scope = scope
+        return self
+
     @staticmethod
     def one(action: str, item: Payload, **counts: int) -> Answer:
         found = 0 if item is None else 1

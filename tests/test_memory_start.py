@@ -1,0 +1,86 @@
+"""A start that fails part way leaves nothing running: the writer (the catalog scan, the write
+lock, the commit thread) and the index are opened one after the other, and whichever fails, what
+was opened before it is closed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultmem.config import Settings
+from vaultmem.errors import IndexError_, VaultBusy
+from vaultmem.index import opening
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.memory import Memory, SearchRequest
+
+HOLD_THE_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.is_alive()}
+
+
+def _settled(before: set[str], timeout: float = 10.0) -> set[str]:
+    """The threads started since ``before`` that are still alive after up to ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while (extra := _threads() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return extra
+
+
+def test_a_start_that_cannot_take_the_write_lock_closes_the_index_it_opened(vault: Path) -> None:
+    """Another vaultmem process holds the vault's write lock (a long reindex, say): the start
+    fails with the lock's message and leaves no thread running, and
+    the next start, once the lock is free, opens the index and finds every note."""
+    with Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder()) as memory:
+        memory.reconcile()
+        note_id = memory.append("The staging database listens on port 6543.", "reference")["id"]
+    settings = Settings.resolve(vault, durable=False, write_lock_timeout=0.5)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(settings.state_dir / "write.lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        before = _threads()
+        with pytest.raises(VaultBusy, match="another vaultmem process"):
+            Memory(settings, embedder=FakeEmbedder())
+        assert not _settled(before), "a failed start left threads running"
+    finally:
+        holder.communicate(timeout=30)  # closes its stdin (it lets go) and our end of its stdout
+    with Memory(settings, embedder=FakeEmbedder()) as memory:
+        memory.reconcile()
+        hits = memory.search(SearchRequest("which port does the staging database listen on"))["results"]
+        assert [h["id"] for h in hits][:1] == [note_id]
+
+
+def test_a_start_whose_index_fails_to_open_releases_the_vault(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index cannot be opened (what ``open_index`` raises is what the start raises): the
+    writer the start made is closed, its commit thread stopped and the write lock released."""
+
+    def fails(*_args: object) -> None:
+        raise IndexError_("the search index failed to open: a disk error")
+
+    monkeypatch.setattr(opening, "open_index", fails)
+    before = _threads()
+    settings = Settings.resolve(vault, durable=False, write_lock_timeout=0.5)
+    with pytest.raises(IndexError_, match="a disk error"):
+        Memory(settings, embedder=FakeEmbedder())
+    assert not _settled(before), "a failed start left threads running"
+    with Memory(settings, index=False) as memory:  # the lock is free: no VaultBusy
+        memory.append("The vault is writable again.", "reference")
