@@ -190,10 +190,13 @@ HEADER = (lexical.STATE_FORMAT, bm25.analysis_fingerprint())
     "state",
     [
         ("garbage",),
-        ((lexical.STATE_FORMAT + 1, HEADER[1]), [], [], [], b"", b"", []),  # another layout
-        ((lexical.STATE_FORMAT, "another analysis"), [], [], [], b"", b"", []),
-        (HEADER, ["t"], [b"\x00"], [b""], b"", b"", []),  # a posting list cut short
-        (HEADER, ["t"], [b""], [b""], b"\x00\x00", b"", ["k"]),  # lengths that do not match
+        ((lexical.STATE_FORMAT + 1, HEADER[1]), [], [], [], b"", b"", [], [], [], b""),  # another layout
+        ((lexical.STATE_FORMAT, "another analysis"), [], [], [], b"", b"", [], [], [], b""),
+        (HEADER, ["t"], [b"\x00"], [b""], b"", b"", [], [b""], [b""], b""),  # a posting list cut short
+        (HEADER, ["t"], [b""], [b""], b"\x00\x00", b"", ["k"], [b""], [b""], b""),  # lengths unmatched
+        (HEADER, ["t"], [b""], [b""], b"", b"", [], [b""], [], b""),  # context postings missing
+        (HEADER, [], [], [], b"", b"", [], [], [], b"\x00\x00\x00\x00"),  # a context length too many
+        (HEADER, [], [], [], b"", b"", []),  # the layout before the context field
     ],
 )
 def test_a_state_of_another_layout_or_damaged_is_ignored(state: tuple[object, ...]) -> None:
@@ -244,3 +247,100 @@ def test_many_notes_tied_at_the_cut_give_exactly_n_hits_in_id_order() -> None:
     assert ids(found) == sorted(ids(found)) == ids(mirror.lexical("identical", SearchFilters(), 10))
     few = mirror_of([record(f"m{i}", "same", "identical words") for i in (5, 3, 9, 1, 7, 2)])
     assert ids(few.lexical("identical", SearchFilters(), 3)) == ["m1", "m2", "m3"]  # ties by id
+
+
+# -- the context field: a short note's session predecessor -----------------------------------------
+
+ASKED = "do you still run marathons with the club"
+ANSWER = "yes every sunday morning"
+
+
+def _said(n: int, text: str, session: str, second: int) -> NoteRecord:
+    return record(f"c{n}", f"Turn {n}", text)._replace(
+        session=session, created=f"2026-12-01T10:00:{second:02d}+00:00", project="talk"
+    )
+
+
+def _talk() -> list[NoteRecord]:
+    return [
+        _said(1, ASKED, "s1", 0),
+        _said(2, "the printer toner invoice was paid", "s2", 5),  # another writer, between the two
+        _said(3, ANSWER, "s1", 10),
+    ]
+
+
+def _bm25(index: object, query: str) -> list[str]:
+    from vaultmem.index.note_index import NoteIndex
+
+    assert isinstance(index, NoteIndex)
+    return [h.record.id for h in index.search_bm25(query, k=10).hits]
+
+
+def test_a_short_note_is_found_by_the_words_of_the_note_its_session_wrote_before_it(tmp_path: Path) -> None:
+    """ "Yes, every Sunday morning" answers "do you still run marathons": a search for marathons
+    finds the answer too (below the question, whose own words they are), never from another
+    writer's note written in between; the context follows an edit and a removal of the question."""
+    from test_index_store import CountingEmbedder
+
+    from vaultmem.index.note_index import NoteIndex
+
+    index = NoteIndex(tmp_path / "state", CountingEmbedder())
+    index.upsert(_talk())
+    index.wait_for_writes()
+    assert _bm25(index, "marathons club") == ["c1", "c3"]
+    assert _bm25(index, "printer toner") == ["c2"]  # not the answer's context: another session
+    assert _bm25(index, "sunday") == ["c3"]
+    index.upsert([_said(1, "do you still swim in the lake", "s1", 0)])
+    index.wait_for_writes()
+    assert _bm25(index, "marathons") == []
+    assert _bm25(index, "lake swim") == ["c1", "c3"]
+    index.delete_ids(["c1"])
+    index.wait_for_writes()
+    assert _bm25(index, "lake swim") == []
+    index.close()
+
+
+def test_the_context_field_is_saved_and_adopted_and_analysed_again_when_the_predecessor_changed(
+    tmp_path: Path,
+) -> None:
+    """A reopened index scores as the one that closed (its postings adopted, contexts included),
+    and a predecessor changed while nothing ran gives its follower a new context."""
+    from test_index_store import CountingEmbedder
+
+    from vaultmem.index.note_index import NoteIndex
+
+    index = NoteIndex(tmp_path / "state", CountingEmbedder())
+    index.upsert(_talk())
+    index.wait_for_writes()
+    before = {q: index.search_bm25(q, k=10).hits for q in ("marathons club", "sunday", "toner")}
+    index.close()
+    reopened = NoteIndex(tmp_path / "state", CountingEmbedder())
+    for query, hits in before.items():
+        again = reopened.search_bm25(query, k=10).hits
+        assert [h.record.id for h in again] == [h.record.id for h in hits], query
+        assert [h.score for h in again] == pytest.approx([h.score for h in hits]), query
+    assert reopened.mirror.lexical_state() is None  # every slot adopted as saved
+    reopened.close()
+
+    mirror = NoteMirror(DIM)  # the question edited by hand while the index was closed
+    talk = _talk()
+    state = NoteMirror(DIM)
+    state.replace(talk, vectors(3), contexts=[None, None, talk[0]])
+    saved = state.lexical_state()
+    edited = [_said(1, "do you still swim in the lake", "s1", 0), talk[1], talk[2]]
+    mirror.replace(edited, vectors(3), lexical_state=saved, contexts=[None, None, edited[0]])
+    assert ids(mirror.lexical("lake", SearchFilters(), 5)) == ["c1", "c3"]
+    assert ids(mirror.lexical("marathons", SearchFilters(), 5)) == []
+
+
+def test_the_context_field_weighs_less_than_the_notes_own_words() -> None:
+    """A word in a note's context counts at ``CONTEXT_WEIGHT`` of the same word in its body."""
+    asked = record("q", "Question", "which marathons")
+    own = record("a", "Answer", "marathons")
+    answer = record("b", "Answer", "yes")
+    mirror = NoteMirror(DIM)
+    mirror.put([asked, own, answer], vectors(3), contexts=[None, None, asked])
+    found = dict(mirror.lexical("marathons", SearchFilters(), 5))
+    assert set(found) == {"q", "a", "b"}
+    assert found["b"] < found["a"]
+    assert 0 < bm25.CONTEXT_WEIGHT < 1

@@ -39,7 +39,7 @@ def _settled(before: set[str], timeout: float = 10.0) -> set[str]:
     return extra
 
 
-def test_a_start_that_cannot_take_the_write_lock_closes_the_index_it_opened(vault: Path) -> None:
+def test_a_start_that_cannot_take_the_write_lock_fails_cleanly_and_the_next_finds_all(vault: Path) -> None:
     """Another vaultmem process holds the vault's write lock (a long reindex, say): the start
     fails with the lock's message and leaves no thread running, and
     the next start, once the lock is free, opens the index and finds every note."""

@@ -37,9 +37,12 @@ __all__ = [
     "Bm25Corpus",
     "analysis_fingerprint",
     "append_postings",
+    "context_counts",
     "field_counts",
     "field_norms",
+    "saturated",
     "term_scores",
+    "weighted_tf",
 ]
 
 _WORD = re.compile(r"[^\W_]+")
@@ -76,6 +79,11 @@ B_TITLE = 0.3
 B_BODY = 0.3
 #: A title word's weight against a body word's.
 TITLE_WEIGHT = 2.0
+#: The present's third field, a short note's **context** (the words of the note its session wrote
+#: just before it, :mod:`vaultmem.index.lexical`): a context word's weight against a body word's,
+#: and the field's length normalisation. Measured in docs/benchmarks.md ("The context field").
+CONTEXT_WEIGHT = 0.3
+B_CONTEXT = 0.3
 #: Packed frequencies: the title's in the high 15 bits, the body's in the low 16.
 _BODY_MASK = 0xFFFF
 
@@ -174,9 +182,27 @@ def term_scores(
     body_norm: npt.NDArray[np.float32],
 ) -> npt.NDArray[np.float32]:
     """One term's BM25F score in each document holding it (``packed`` and the norms: theirs)."""
-    idf = math.log(1.0 + (population - df + 0.5) / (df + 0.5))
+    return saturated(df, population, weighted_tf(packed, title_norm, body_norm))
+
+
+def weighted_tf(
+    packed: npt.NDArray[np.int32], title_norm: npt.NDArray[np.float32], body_norm: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float64]:
+    """A term's frequencies in the title and the body, each normalised and weighted, summed."""
     tf = TITLE_WEIGHT * (packed >> 16) / title_norm + (packed & _BODY_MASK) / body_norm
+    return tf.astype(np.float64, copy=False)
+
+
+def saturated(df: int, population: int, tf: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """BM25's score of a term held by ``df`` of ``population`` documents, from its summed ``tf``."""
+    idf = math.log(1.0 + (population - df + 0.5) / (df + 0.5))
     return (idf * tf / (K1 + tf)).astype(np.float32)
+
+
+def context_counts(analyzer: Analyzer, context: str) -> tuple[dict[str, int], int]:
+    """Each term of a context field with its frequency, and the field's length in terms."""
+    terms = analyzer.terms(context) if context else []
+    return {t: min(c, _BODY_MASK) for t, c in Counter(terms).items()}, len(terms)
 
 
 class Bm25Corpus:

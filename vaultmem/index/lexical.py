@@ -28,12 +28,16 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultmem.index.bm25 import (
+    B_CONTEXT,
+    CONTEXT_WEIGHT,
     Analyzer,
     analysis_fingerprint,
     append_postings,
+    context_counts,
     field_counts,
     field_norms,
-    term_scores,
+    saturated,
+    weighted_tf,
 )
 from vaultmem.index.records import NoteRecord, lexical_fields
 from vaultmem.vault.atomic import atomic_write
@@ -47,7 +51,7 @@ log = logging.getLogger(__name__)
 COMPACT_AT = 4096
 #: The layout of :meth:`LexicalIndex.state` (bump it when the postings change; a change of the
 #: analysis is caught by its fingerprint, saved beside it).
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: the context field
 #: The state file a closing process leaves in its index folder for the next open.
 STATE_FILE = "lexical.state"
 
@@ -76,9 +80,17 @@ def save_state(folder: Path, state: tuple[object, ...] | None) -> None:
         log.warning("could not save the lexical postings (%s); the next start builds them", exc)
 
 
-def state_key(record: NoteRecord) -> str:
-    """What a slot's text is known by in a saved state: the note and everything its fields come from."""
-    return "\x00".join((record.id, record.content_hash, record.title, "\x1f".join(record.tags)))
+def state_key(record: NoteRecord, context: NoteRecord | None = None) -> str:
+    """What a slot's text is known by in a saved state: the note and everything its fields come
+    from, its context's note (:func:`context_text`) included."""
+    before = "" if context is None else f"{context.id}\x1f{context.content_hash}"
+    return "\x00".join((record.id, record.content_hash, record.title, "\x1f".join(record.tags), before))
+
+
+def context_text(context: NoteRecord | None) -> str:
+    """The context field of a note whose context is the note ``context`` (its session's note
+    just before it): that note's body; "" for none."""
+    return "" if context is None else context.text
 
 
 class LexicalIndex:
@@ -90,23 +102,29 @@ class LexicalIndex:
         *,
         state: object = None,
         records: list[NoteRecord] | None = None,
+        contexts: list[NoteRecord | None] | None = None,
     ) -> None:
         """An empty index, or with ``state`` one adopted for ``records`` (see :meth:`adopt`)."""
         self.analyzer = analyzer or Analyzer()
         self._terms: dict[str, int] = {}
         self._docs: list[array[int]] = []  # per term: the slots holding it
         self._tfs: list[array[int]] = []  # per term: title tf << 16 | body tf, per slot
+        # per term: the slots whose context field holds it, and its frequency there
+        self._ctx_docs: list[array[int]] = []
+        self._ctx_tfs: list[array[int]] = []
         self._title_len = array("f")
         self._body_len = array("f")
+        self._ctx_len = array("f")
         self._row = array("i")  # per slot: the owner's row, -1 once retired
         self._slot = array("i")  # per owner's row: its slot, -1 for none
         self._live = 0
         self._title_total = 0.0
         self._body_total = 0.0
+        self._ctx_total = 0.0
         #: Whether the postings changed since they were built or adopted (a state worth saving).
         self.changed = False
         if state is not None:
-            self._take(state, records or [])
+            self._take(state, records or [], contexts)
 
     def __len__(self) -> int:
         """Notes held (live slots)."""
@@ -114,14 +132,28 @@ class LexicalIndex:
 
     # ----------------------------------------------------------------- writes
 
-    def add(self, record: NoteRecord, row: int) -> None:
-        """Index ``record`` as the owner's ``row`` (replacing what that row held)."""
+    def add(self, record: NoteRecord, row: int, context: NoteRecord | None = None) -> None:
+        """Index ``record`` as the owner's ``row`` (replacing what that row held), with the note
+        ``context`` as its context field (:func:`context_text`)."""
         self.remove(row)
         counts, title_len, body_len = field_counts(self.analyzer, *lexical_fields(record))
+        ctx_counts, ctx_len = context_counts(self.analyzer, context_text(context))
         slot = len(self._row)
         append_postings(self._terms, self._docs, self._tfs, slot, counts)
+        for term, tf in ctx_counts.items():
+            number = self._terms.get(term)
+            if number is None:
+                number = self._terms[term] = len(self._docs)
+                self._docs.append(array("i"))
+                self._tfs.append(array("i"))
+            self._grow_contexts()
+            self._ctx_docs[number].append(slot)
+            self._ctx_tfs[number].append(tf)
+        self._grow_contexts()
         self._title_len.append(title_len)
         self._body_len.append(body_len)
+        self._ctx_len.append(ctx_len)
+        self._ctx_total += ctx_len
         self._row.append(row)
         if row >= len(self._slot):
             self._slot.extend([-1] * (row + 1 - len(self._slot)))
@@ -131,6 +163,12 @@ class LexicalIndex:
         self._body_total += body_len
         self.changed = True
         self._compact()
+
+    def _grow_contexts(self) -> None:
+        """One context posting list per term number, as :func:`append_postings` adds terms."""
+        while len(self._ctx_docs) < len(self._docs):
+            self._ctx_docs.append(array("i"))
+            self._ctx_tfs.append(array("i"))
 
     def remove(self, row: int) -> None:
         """Forget what the owner's ``row`` held (nothing happens for a row never added)."""
@@ -143,6 +181,7 @@ class LexicalIndex:
         self._live -= 1
         self._title_total -= self._title_len[slot]
         self._body_total -= self._body_len[slot]
+        self._ctx_total -= self._ctx_len[slot]
 
     def move(self, source: int, target: int) -> None:
         """What the owner's row ``source`` held is now its row ``target`` (``target`` held nothing)."""
@@ -161,15 +200,17 @@ class LexicalIndex:
         rows = np.frombuffer(self._row, dtype=np.int32).copy()
         live = rows >= 0
         new_slot = (np.cumsum(live, dtype=np.int64) - 1).astype(np.int32)
-        for number in range(len(self._docs)):
-            docs = np.frombuffer(self._docs[number], dtype=np.int32).copy()
-            tfs = np.frombuffer(self._tfs[number], dtype=np.int32).copy()
-            keep = live[docs]
-            self._docs[number] = array("i", new_slot[docs[keep]].tobytes())
-            self._tfs[number] = array("i", tfs[keep].tobytes())
+        for lists in ((self._docs, self._tfs), (self._ctx_docs, self._ctx_tfs)):
+            for number in range(len(lists[0])):
+                docs = np.frombuffer(lists[0][number], dtype=np.int32).copy()
+                tfs = np.frombuffer(lists[1][number], dtype=np.int32).copy()
+                keep = live[docs]
+                lists[0][number] = array("i", new_slot[docs[keep]].tobytes())
+                lists[1][number] = array("i", tfs[keep].tobytes())
         kept = np.flatnonzero(live)
         self._title_len = array("f", np.frombuffer(self._title_len, dtype=np.float32)[kept].tobytes())
         self._body_len = array("f", np.frombuffer(self._body_len, dtype=np.float32)[kept].tobytes())
+        self._ctx_len = array("f", np.frombuffer(self._ctx_len, dtype=np.float32)[kept].tobytes())
         self._row = array("i", rows[kept].tobytes())
         slot_of = np.full(len(self._slot), -1, dtype=np.int32)
         slot_of[rows[kept]] = np.arange(len(kept), dtype=np.int32)
@@ -190,37 +231,53 @@ class LexicalIndex:
             self._title_len.tobytes(),
             self._body_len.tobytes(),
             slot_keys,
+            [d.tobytes() for d in self._ctx_docs],
+            [t.tobytes() for t in self._ctx_tfs],
+            self._ctx_len.tobytes(),
         )
 
     @classmethod
-    def adopt(cls, state: object, records: list[NoteRecord], analyzer: Analyzer) -> LexicalIndex:
-        """An index of ``records`` (the owner's rows, in order) from a saved :meth:`state`: every
-        slot whose key a record has is kept as that record's, the others retired, the records no
-        slot holds analysed. ValueError when ``state`` is no state of this layout."""
-        return cls(analyzer, state=state, records=records)
+    def adopt(
+        cls,
+        state: object,
+        records: list[NoteRecord],
+        analyzer: Analyzer,
+        contexts: list[NoteRecord | None] | None = None,
+    ) -> LexicalIndex:
+        """An index of ``records`` (the owner's rows, in order; ``contexts[row]``: that row's
+        context note) from a saved :meth:`state`: every slot whose key a record has is kept as
+        that record's, the others retired, the records no slot holds analysed. ValueError when
+        ``state`` is no state of this layout."""
+        return cls(analyzer, state=state, records=records, contexts=contexts)
 
-    def _take(self, state: object, records: list[NoteRecord]) -> None:
+    def _take(
+        self, state: object, records: list[NoteRecord], contexts: list[NoteRecord | None] | None
+    ) -> None:
         if not (
             isinstance(state, tuple)
-            and len(state) == 7
+            and len(state) == 10
             and state[0] == (STATE_FORMAT, analysis_fingerprint())
         ):
             raise ValueError("not a lexical index state of this layout")
-        _, terms, docs, tfs, title_len, body_len, slot_keys = state
-        if not (isinstance(terms, list) and isinstance(docs, list) and isinstance(tfs, list)):
+        _, terms, docs, tfs, title_len, body_len, slot_keys, ctx_docs, ctx_tfs, ctx_len = state
+        if not all(isinstance(x, list) for x in (terms, docs, tfs, slot_keys, ctx_docs, ctx_tfs)):
             raise ValueError("a lexical index state without its postings")
-        if not (len(terms) == len(docs) == len(tfs) and isinstance(slot_keys, list)):
+        if not (len(terms) == len(docs) == len(tfs) == len(ctx_docs) == len(ctx_tfs)):
             raise ValueError("a lexical index state whose postings do not match")
         self._terms = {str(t): i for i, t in enumerate(terms)}
-        for d, t in zip(docs, tfs, strict=True):
+        for d, t, cd, ct in zip(docs, tfs, ctx_docs, ctx_tfs, strict=True):
             self._docs.append(_ints(d))
             self._tfs.append(_ints(t))
+            self._ctx_docs.append(_ints(cd))
+            self._ctx_tfs.append(_ints(ct))
         self._title_len.frombytes(title_len)
         self._body_len.frombytes(body_len)
+        self._ctx_len.frombytes(ctx_len)
         slots = len(slot_keys)
-        if not (len(self._title_len) == len(self._body_len) == slots):
+        if not (len(self._title_len) == len(self._body_len) == len(self._ctx_len) == slots):
             raise ValueError("a lexical index state whose lengths do not match its slots")
-        keys = [state_key(r) for r in records]
+        around = contexts or [None] * len(records)
+        keys = [state_key(r, c) for r, c in zip(records, around, strict=True)]
         if keys == slot_keys:  # the usual start: the same notes in the same order
             rows = np.arange(slots, dtype=np.int32)
             unheld: list[int] = []
@@ -236,8 +293,9 @@ class LexicalIndex:
         self._live = len(held)
         self._title_total = float(np.frombuffer(self._title_len, dtype=np.float32)[held].sum())
         self._body_total = float(np.frombuffer(self._body_len, dtype=np.float32)[held].sum())
+        self._ctx_total = float(np.frombuffer(self._ctx_len, dtype=np.float32)[held].sum())
         for row in unheld:
-            self.add(records[row], row)
+            self.add(records[row], row, around[row])
         self.changed = bool(unheld) or self._live != slots
 
     # ----------------------------------------------------------------- scores
@@ -253,6 +311,8 @@ class LexicalIndex:
         title_norm, body_norm = field_norms(
             title_len, body_len, self._title_total / self._live, self._body_total / self._live
         )
+        ctx_len = np.frombuffer(self._ctx_len, dtype=np.float32, count=slots)
+        ctx_norm = (1.0 - B_CONTEXT) + B_CONTEXT * ctx_len / max(self._ctx_total / self._live, 1e-6)
         total = np.zeros(slots, dtype=np.float32)
         for term in dict.fromkeys(self.analyzer.terms(query)):
             number = self._terms.get(term)
@@ -260,12 +320,21 @@ class LexicalIndex:
                 continue
             docs = np.frombuffer(self._docs[number], dtype=np.int32)
             packed = np.frombuffer(self._tfs[number], dtype=np.int32)
-            alive = rows[docs] >= 0
-            df = int(np.count_nonzero(alive))
-            if df == 0:
+            ctx_docs = np.frombuffer(self._ctx_docs[number], dtype=np.int32)
+            docs, packed = docs[rows[docs] >= 0], packed[rows[docs] >= 0]
+            tf = weighted_tf(packed, title_norm[docs], body_norm[docs])
+            if len(ctx_docs):  # the term in context fields too: one frequency per note, summed
+                ctx_tfs = np.frombuffer(self._ctx_tfs[number], dtype=np.int32)
+                alive = rows[ctx_docs] >= 0
+                ctx_docs, ctx_tfs = ctx_docs[alive], ctx_tfs[alive]
+                dense = np.zeros(slots, dtype=np.float64)
+                dense[docs] = tf
+                dense[ctx_docs] += CONTEXT_WEIGHT * ctx_tfs / ctx_norm[ctx_docs]
+                docs = np.flatnonzero(dense).astype(np.int32)
+                tf = dense[docs]
+            if len(docs) == 0:
                 continue
-            docs, packed = docs[alive], packed[alive]
-            total[docs] += term_scores(df, self._live, packed, title_norm[docs], body_norm[docs])
+            total[docs] += saturated(len(docs), self._live, tf)
         hit = np.flatnonzero(total > 0)
         return rows[hit].copy(), total[hit]
 

@@ -89,6 +89,8 @@ class NoteMirror:
         self._n = 0
         self._ids: list[str] = []
         self._records: list[NoteRecord] = []
+        #: Per row: the note whose body is the row's context field (lexical.context_text), or None.
+        self._contexts: list[NoteRecord | None] = []
         self._row: dict[str, int] = {}
         self._by_path = Multimap()
         capacity = max(capacity, 16)
@@ -106,11 +108,15 @@ class NoteMirror:
         records: Sequence[NoteRecord],
         vectors: Vector,
         chunks: Sequence[tuple[Spans, Vector]] | None = None,
+        contexts: Sequence[NoteRecord | None] | None = None,
     ) -> None:
         """Insert or replace notes by id (``vectors[i]`` belongs to ``records[i]``; ``chunks[i]``
-        are its chunks beyond the first, as body spans and vectors: :mod:`~vaultmem.index.chunk_matrix`)."""
+        are its chunks beyond the first, as body spans and vectors: :mod:`~vaultmem.index.chunk_matrix`;
+        ``contexts[i]`` the note whose body is its context field, :mod:`~vaultmem.index.lexical`)."""
         if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
             raise ValueError("put needs one vector (and one chunk list) per record")
+        if contexts is not None and len(contexts) != len(records):
+            raise ValueError("put needs one context (or None) per record")
         with self._lock:
             self._reserve(self._n + len(records))
             for i, (record, vector) in enumerate(zip(records, vectors, strict=True)):
@@ -121,10 +127,13 @@ class NoteMirror:
                     self._n += 1
                     self._ids.append(record.id)
                     self._records.append(record)
+                    self._contexts.append(None)
                     self._row[record.id] = row
                 else:
                     self._unlink_path(self._records[row])
                     self._records[row] = record
+                context = None if contexts is None else contexts[i]
+                self._contexts[row] = context
                 self._by_path.add(record.path, record.id)
                 self._vectors[row] = vector
                 self._status[row] = self._status_codes.code(record.status)
@@ -132,7 +141,7 @@ class NoteMirror:
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
                 )
                 self._kind[row] = self._kind_codes.code(record.kind)
-                self._lexical.add(record, row)
+                self._lexical.add(record, row, context)
                 if chunks is not None:
                     self._chunks.set(record.id, row, *chunks[i])
                 else:
@@ -153,6 +162,7 @@ class NoteMirror:
                     moved = self._ids[last]
                     self._ids[row] = moved
                     self._records[row] = self._records[last]
+                    self._contexts[row] = self._contexts[last]
                     self._row[moved] = row
                     self._chunks.moved(moved, row)
                     self._lexical.move(last, row)
@@ -160,6 +170,7 @@ class NoteMirror:
                         column[row] = column[last]
                 self._ids.pop()
                 self._records.pop()
+                self._contexts.pop()
                 self._n = last
 
     def replace(
@@ -168,6 +179,7 @@ class NoteMirror:
         vectors: Vector,
         chunks: Sequence[tuple[Spans, Vector]] | None = None,
         lexical_state: object = None,
+        contexts: Sequence[NoteRecord | None] | None = None,
     ) -> None:
         """Hold exactly these notes (a reload of the index), swapped in at once: a search sees the
         old set or the new one, never half of each. The vector width may change.
@@ -181,6 +193,9 @@ class NoteMirror:
         where the notes are the same, and built for the others."""
         if len(records) != len(vectors) or (chunks is not None and len(chunks) != len(records)):
             raise ValueError("replace needs one vector (and one chunk list) per record")
+        around: list[NoteRecord | None] = [None] * len(records) if contexts is None else list(contexts)
+        if len(around) != len(records):
+            raise ValueError("replace needs one context (or None) per record")
         dim = vectors.shape[1] if vectors.ndim == 2 else self.dim
         adoptable = vectors.ndim == 2 and vectors.dtype == np.float32 and vectors.flags.c_contiguous
         if not (adoptable and vectors.flags.writeable and len(vectors)):
@@ -211,16 +226,17 @@ class NoteMirror:
         lexical = None
         if lexical_state is not None:
             try:
-                lexical = LexicalIndex.adopt(lexical_state, shared, self._analyzer)
+                lexical = LexicalIndex.adopt(lexical_state, shared, self._analyzer, around)
             except (ValueError, TypeError) as exc:  # a state of another layout, or damaged
                 log.info("building the lexical postings afresh: %s", exc)
         if lexical is None:
             lexical = LexicalIndex(self._analyzer)
             for i, r in enumerate(shared):
-                lexical.add(r, i)
+                lexical.add(r, i, around[i])
         with self._lock:
             self.dim, self._n = dim, len(shared)
             self._ids, self._records, self._row, self._by_path = ids, shared, row, by_path
+            self._contexts = around
             self._vectors, self._status, self._project, self._kind = vectors, status, project, kind
             self._status_codes, self._project_codes, self._kind_codes = (
                 status_codes,
@@ -236,7 +252,8 @@ class NoteMirror:
         with self._lock:
             if not self._lexical.changed:
                 return None
-            state = self._lexical.state([state_key(r) for r in self._records])
+            keys = [state_key(r, c) for r, c in zip(self._records, self._contexts, strict=True)]
+            state = self._lexical.state(keys)
             self._lexical.changed = False
             return state
 

@@ -200,8 +200,10 @@ class NoteIndex:
             chunks = None if chunks is None else [chunks[i] for i in keep]
             twice = set(dupes)
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
-        self.mirror.replace(records, vectors, chunks, lexical_state=lexical.read_state(self._state_dir))
+        # the timeline first: a short note's context field is the note its session wrote before it
         self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
+        saved, around = lexical.read_state(self._state_dir), self._maker.contexts(records)
+        self.mirror.replace(records, vectors, chunks, lexical_state=saved, contexts=around)
         release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
 
@@ -256,7 +258,7 @@ class NoteIndex:
                 run_async(self._notes.add(self._rows(batch, part)))
                 made.vectors = np.concatenate([made.vectors, part.vectors])
                 made.chunks += part.chunks
-            self.mirror.replace(records, made.vectors, made.chunks)
+            self.mirror.replace(records, made.vectors, made.chunks, contexts=self._maker.contexts(records))
         self.maintenance()
         return len(records)
 
@@ -383,7 +385,7 @@ class NoteIndex:
             merge = self._notes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
             run_async(merge.execute(self._rows([records[i] for i in known], made.subset(known))))
         self._own_version = run_async(self._notes.version())
-        self.mirror.put(records, made.vectors, made.chunks)
+        self.mirror.put(records, made.vectors, made.chunks, self._maker.contexts(records))
         self.notes_stored += len(batch)
         self._maintenance.pending_writes += 1
 

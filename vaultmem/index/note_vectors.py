@@ -89,6 +89,15 @@ class VectorMaker:
         before = self.timeline.in_session(record.id, self.window_s, -1)
         return None if before is None else batch.get(before) or self.mirror.get(before)
 
+    def contexts(
+        self, records: Sequence[NoteRecord], batch: dict[str, NoteRecord] | None = None
+    ) -> list[NoteRecord | None]:
+        """Each record's context for the lexical leg (:func:`vaultmem.index.lexical.context_text`):
+        the predecessor its header comes from, whether or not the two are alike enough for the
+        header (a word of the question the note answers is worth a little wherever it is)."""
+        batch = {r.id: r for r in records} if batch is None else batch
+        return [self.predecessor(r, batch) for r in records]
+
     def followers(self, records: Sequence[NoteRecord], batch: dict[str, NoteRecord]) -> list[NoteRecord]:
         """The short notes outside ``batch`` whose predecessor is among ``records`` (new or with a
         changed text): their header must be made again."""
