@@ -4,6 +4,12 @@ The analysis and the formula are :mod:`vaultmem.index.bm25`'s (the past's search
 way). Document frequencies, the number of notes and the average field lengths are over every note
 the index holds, whatever a search's scope.
 
+A note may have a third field, its **context**: the body of the note its session wrote just
+before it (for a short note; :meth:`vaultmem.index.note_vectors.VectorMaker.contexts` picks it, as
+it picks the vector's header). Its words count :data:`~vaultmem.index.bm25.CONTEXT_WEIGHT` of a
+body word's, summed with the note's own frequencies before saturation; a term found only there
+still counts in its document frequency. The owner says which note a row's context is.
+
 Notes are known by the owner's row numbers (the mirror's). Each indexed text takes a *slot*; an
 edit or a removal retires the slot (its postings stay until a compaction drops them), so a write
 appends and never rewrites a posting list. The owner says when its rows move, so a search's scope
