@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -226,29 +225,3 @@ def test_the_quick_conflict_copy_check_agrees_with_the_patterns(stem: str) -> No
     """Every start asks of every note whether it is a sync client's conflict copy; the answer
     without the expression (no ")" and no "conflict") is the expression's."""
     assert is_conflict_stem(stem) == bool(CONFLICT_COPY.search(stem))
-
-
-def test_the_walk_reads_a_vault_nested_deeper_than_pythons_recursion_limit(tmp_path: Path) -> None:
-    """A runaway copy can nest folders a thousand deep: the walk is a loop over a stack, not one
-    call per level, so the catalog still finds the note at the bottom (a walk of nested calls
-    stopped with RecursionError, and the start with it)."""
-    root = tmp_path / "v"
-    root.mkdir()
-    depth = sys.getrecursionlimit() + 200
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(depth):  # by descriptor: the path is longer than the system lets one name
-            os.mkdir("a", dir_fd=fd)
-            inner = os.open("a", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        note = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-        os.write(note, b"the deepest note")
-        os.close(note)
-    finally:
-        os.close(fd)
-    try:
-        walked = [rel for rel, _st in VaultLayout(root).iter_note_paths()]
-        assert walked == ["a/" * depth + "deep.md"]
-    finally:  # shutil.rmtree (pytest's clean-up) recurses once per level too
-        subprocess.run(["rm", "-rf", str(root)], check=True)

@@ -171,7 +171,18 @@ class VaultWatcher:
     def _watch(self, folder: Path) -> None:
         if self._observer is not None and folder not in self._watched:
             self._watched.add(folder)
-            self._observer.schedule(self._handler, str(folder), recursive=True)
+            try:
+                self._observer.schedule(self._handler, str(folder), recursive=True)
+            except RecursionError:
+                # watchdog walks the folder with os.walk, which recurses once per level on
+                # Python 3.11: a tree ~1,000 folders deep (a runaway copy) cannot be watched. The
+                # rest of the vault is; the periodic rescan finds what changes in this folder.
+                log.warning(
+                    "%s holds folders nested too deep to watch; changes in it are found by the "
+                    "rescan every %.0f s (flatten the folders to have them seen at once)",
+                    folder,
+                    self.rescan_interval,
+                )
 
     def request_rescan(self) -> None:
         with self._cond:
