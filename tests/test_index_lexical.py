@@ -184,6 +184,12 @@ def test_a_saved_state_is_adopted_where_the_notes_are_the_same_and_rebuilt_where
 
 
 HEADER = (lexical.STATE_FORMAT, bm25.analysis_fingerprint())
+_KEY = lexical.state_key(record("a", "Kiln", "fires at cone six"))
+_F32 = np.array([1.0], dtype=np.float32).tobytes()
+
+
+def _I32(n: int) -> bytes:
+    return np.array([n], dtype=np.int32).tobytes()
 
 
 @pytest.mark.parametrize(
@@ -197,6 +203,10 @@ HEADER = (lexical.STATE_FORMAT, bm25.analysis_fingerprint())
         (HEADER, ["t"], [b""], [b""], b"", b"", [], [b""], [], b""),  # context postings missing
         (HEADER, [], [], [], b"", b"", [], [], [], b"\x00\x00\x00\x00"),  # a context length too many
         (HEADER, [], [], [], b"", b"", []),  # the layout before the context field
+        # written whole (the checksum holds) but wrong: every search for "kiln" raised
+        (HEADER, ["kiln"], [_I32(0)], [b""], _F32, _F32, [_KEY], [b""], [b""], _F32),  # counts short
+        (HEADER, ["kiln"], [_I32(5)], [_I32(1)], _F32, _F32, [_KEY], [b""], [b""], _F32),  # no slot 5
+        (HEADER, ["kiln"], [b""], [b""], _F32, _F32, [_KEY], [_I32(3)], [_I32(1)], _F32),  # context too
     ],
 )
 def test_a_state_of_another_layout_or_damaged_is_ignored(state: tuple[object, ...]) -> None:

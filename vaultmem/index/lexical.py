@@ -282,6 +282,8 @@ class LexicalIndex:
         slots = len(slot_keys)
         if not (len(self._title_len) == len(self._body_len) == len(self._ctx_len) == slots):
             raise ValueError("a lexical index state whose lengths do not match its slots")
+        _check_postings(self._docs, self._tfs, slots)
+        _check_postings(self._ctx_docs, self._ctx_tfs, slots)
         around = contexts or [None] * len(records)
         keys = [state_key(r, c) for r, c in zip(records, around, strict=True)]
         if keys == slot_keys:  # the usual start: the same notes in the same order
@@ -343,6 +345,16 @@ class LexicalIndex:
             total[docs] += saturated(len(docs), self._live, tf)
         hit = np.flatnonzero(total > 0)
         return rows[hit].copy(), total[hit]
+
+
+def _check_postings(docs: list[array[int]], tfs: list[array[int]], slots: int) -> None:
+    """ValueError unless each term's slots and counts pair up and every slot is one of ``slots``:
+    a state that failed this would make every search for one of its terms raise."""
+    if any(len(d) != len(t) for d, t in zip(docs, tfs, strict=True)):
+        raise ValueError("a lexical index state whose posting lists and counts do not pair up")
+    held = np.frombuffer(b"".join(d.tobytes() for d in docs), dtype=np.int32)
+    if len(held) and (int(held.min()) < 0 or int(held.max()) >= slots):
+        raise ValueError("a lexical index state whose postings name slots it does not have")
 
 
 def _ints(raw: object) -> array[int]:
