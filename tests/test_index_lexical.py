@@ -196,17 +196,19 @@ def _I32(n: int) -> bytes:
     "state",
     [
         ("garbage",),
-        ((lexical.STATE_FORMAT + 1, HEADER[1]), [], [], [], b"", b"", [], [], [], b""),  # another layout
-        ((lexical.STATE_FORMAT, "another analysis"), [], [], [], b"", b"", [], [], [], b""),
-        (HEADER, ["t"], [b"\x00"], [b""], b"", b"", [], [b""], [b""], b""),  # a posting list cut short
-        (HEADER, ["t"], [b""], [b""], b"\x00\x00", b"", ["k"], [b""], [b""], b""),  # lengths unmatched
-        (HEADER, ["t"], [b""], [b""], b"", b"", [], [b""], [], b""),  # context postings missing
-        (HEADER, [], [], [], b"", b"", [], [], [], b"\x00\x00\x00\x00"),  # a context length too many
+        ((lexical.STATE_FORMAT + 1, HEADER[1]), [], [], [], b"", b"", [], [], [], [], b""),  # another layout
+        ((lexical.STATE_FORMAT, "another analysis"), [], [], [], b"", b"", [], [], [], [], b""),
+        (HEADER, ["t"], [b"\x00"], [b""], b"", b"", [], [], [], [], b""),  # a posting list cut short
+        (HEADER, ["t"], [b""], [b""], b"\x00\x00", b"", ["k"], [], [], [], b""),  # lengths unmatched
+        (HEADER, ["t"], [b""], [b""], b"", b"", [], [0], [b""], [], b""),  # context postings missing
+        (HEADER, ["t"], [b""], [b""], b"", b"", [], [1], [b""], [b""], b""),  # a context of no term
+        (HEADER, ["t"], [b""], [b""], b"", b"", [], [0, 0], [b"", b""], [b"", b""], b""),  # one twice
+        (HEADER, [], [], [], b"", b"", [], [], [], [], b"\x00\x00\x00\x00"),  # a context length too many
         (HEADER, [], [], [], b"", b"", []),  # the layout before the context field
         # written whole (the checksum holds) but wrong: every search for "kiln" raised
-        (HEADER, ["kiln"], [_I32(0)], [b""], _F32, _F32, [_KEY], [b""], [b""], _F32),  # counts short
-        (HEADER, ["kiln"], [_I32(5)], [_I32(1)], _F32, _F32, [_KEY], [b""], [b""], _F32),  # no slot 5
-        (HEADER, ["kiln"], [b""], [b""], _F32, _F32, [_KEY], [_I32(3)], [_I32(1)], _F32),  # context too
+        (HEADER, ["kiln"], [_I32(0)], [b""], _F32, _F32, [_KEY], [], [], [], _F32),  # counts short
+        (HEADER, ["kiln"], [_I32(5)], [_I32(1)], _F32, _F32, [_KEY], [], [], [], _F32),  # no slot 5
+        (HEADER, ["kiln"], [b""], [b""], _F32, _F32, [_KEY], [0], [_I32(3)], [_I32(1)], _F32),  # context too
     ],
 )
 def test_a_state_of_another_layout_or_damaged_is_ignored(state: tuple[object, ...]) -> None:

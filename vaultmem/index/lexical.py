@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 COMPACT_AT = 4096
 #: The layout of :meth:`LexicalIndex.state` (bump it when the postings change; a change of the
 #: analysis is caught by its fingerprint, saved beside it).
-STATE_FORMAT = 2  # 2: the context field
+STATE_FORMAT = 3  # 2: the context field; 3: its postings kept only for the terms a context holds
 #: The state file a closing process leaves in its index folder for the next open.
 STATE_FILE = "lexical.state"
 
@@ -115,9 +115,9 @@ class LexicalIndex:
         self._terms: dict[str, int] = {}
         self._docs: list[array[int]] = []  # per term: the slots holding it
         self._tfs: list[array[int]] = []  # per term: title tf << 16 | body tf, per slot
-        # per term: the slots whose context field holds it, and its frequency there
-        self._ctx_docs: list[array[int]] = []
-        self._ctx_tfs: list[array[int]] = []
+        # per term number found in a context field: the slots whose context holds it, and its
+        # frequency there (a dict: most of a vault's terms are in no context)
+        self._ctx: dict[int, tuple[array[int], array[int]]] = {}
         self._title_len = array("f")
         self._body_len = array("f")
         self._ctx_len = array("f")
@@ -152,10 +152,11 @@ class LexicalIndex:
                 number = self._terms[term] = len(self._docs)
                 self._docs.append(array("i"))
                 self._tfs.append(array("i"))
-            self._grow_contexts()
-            self._ctx_docs[number].append(slot)
-            self._ctx_tfs[number].append(tf)
-        self._grow_contexts()
+            held = self._ctx.get(number)
+            if held is None:
+                held = self._ctx[number] = (array("i"), array("i"))
+            held[0].append(slot)
+            held[1].append(tf)
         self._title_len.append(title_len)
         self._body_len.append(body_len)
         self._ctx_len.append(ctx_len)
@@ -169,12 +170,6 @@ class LexicalIndex:
         self._body_total += body_len
         self.changed = True
         self._compact()
-
-    def _grow_contexts(self) -> None:
-        """One context posting list per term number, as :func:`append_postings` adds terms."""
-        while len(self._ctx_docs) < len(self._docs):
-            self._ctx_docs.append(array("i"))
-            self._ctx_tfs.append(array("i"))
 
     def remove(self, row: int) -> None:
         """Forget what the owner's ``row`` held (nothing happens for a row never added)."""
@@ -206,13 +201,16 @@ class LexicalIndex:
         rows = np.frombuffer(self._row, dtype=np.int32).copy()
         live = rows >= 0
         new_slot = (np.cumsum(live, dtype=np.int64) - 1).astype(np.int32)
-        for lists in ((self._docs, self._tfs), (self._ctx_docs, self._ctx_tfs)):
-            for number in range(len(lists[0])):
-                docs = np.frombuffer(lists[0][number], dtype=np.int32).copy()
-                tfs = np.frombuffer(lists[1][number], dtype=np.int32).copy()
-                keep = live[docs]
-                lists[0][number] = array("i", new_slot[docs[keep]].tobytes())
-                lists[1][number] = array("i", tfs[keep].tobytes())
+
+        def kept_of(docs_of: array[int], tfs_of: array[int]) -> tuple[array[int], array[int]]:
+            docs = np.frombuffer(docs_of, dtype=np.int32).copy()
+            tfs = np.frombuffer(tfs_of, dtype=np.int32).copy()
+            keep = live[docs]
+            return array("i", new_slot[docs[keep]].tobytes()), array("i", tfs[keep].tobytes())
+
+        for number in range(len(self._docs)):
+            self._docs[number], self._tfs[number] = kept_of(self._docs[number], self._tfs[number])
+        self._ctx = {number: kept_of(*held) for number, held in self._ctx.items()}
         kept = np.flatnonzero(live)
         self._title_len = array("f", np.frombuffer(self._title_len, dtype=np.float32)[kept].tobytes())
         self._body_len = array("f", np.frombuffer(self._body_len, dtype=np.float32)[kept].tobytes())
@@ -237,8 +235,9 @@ class LexicalIndex:
             self._title_len.tobytes(),
             self._body_len.tobytes(),
             slot_keys,
-            [d.tobytes() for d in self._ctx_docs],
-            [t.tobytes() for t in self._ctx_tfs],
+            list(self._ctx),
+            [d.tobytes() for d, _ in self._ctx.values()],
+            [t.tobytes() for _, t in self._ctx.values()],
             self._ctx_len.tobytes(),
         )
 
@@ -261,21 +260,24 @@ class LexicalIndex:
     ) -> None:
         if not (
             isinstance(state, tuple)
-            and len(state) == 10
+            and len(state) == 11
             and state[0] == (STATE_FORMAT, analysis_fingerprint())
         ):
             raise ValueError("not a lexical index state of this layout")
-        _, terms, docs, tfs, title_len, body_len, slot_keys, ctx_docs, ctx_tfs, ctx_len = state
-        if not all(isinstance(x, list) for x in (terms, docs, tfs, slot_keys, ctx_docs, ctx_tfs)):
+        _, terms, docs, tfs, title_len, body_len, slot_keys, numbers, ctx_docs, ctx_tfs, ctx_len = state
+        lists = (terms, docs, tfs, slot_keys, numbers, ctx_docs, ctx_tfs)
+        if not all(isinstance(x, list) for x in lists):
             raise ValueError("a lexical index state without its postings")
-        if not (len(terms) == len(docs) == len(tfs) == len(ctx_docs) == len(ctx_tfs)):
+        if not (len(terms) == len(docs) == len(tfs) and len(numbers) == len(ctx_docs) == len(ctx_tfs)):
             raise ValueError("a lexical index state whose postings do not match")
+        named = all(type(n) is int and 0 <= n < len(terms) for n in numbers)
+        if not named or len(set(numbers)) < len(numbers):
+            raise ValueError("a lexical index state whose context postings name terms it does not have")
         self._terms = {str(t): i for i, t in enumerate(terms)}
-        for d, t, cd, ct in zip(docs, tfs, ctx_docs, ctx_tfs, strict=True):
+        for d, t in zip(docs, tfs, strict=True):
             self._docs.append(_ints(d))
             self._tfs.append(_ints(t))
-            self._ctx_docs.append(_ints(cd))
-            self._ctx_tfs.append(_ints(ct))
+        self._ctx = {n: (_ints(d), _ints(t)) for n, d, t in zip(numbers, ctx_docs, ctx_tfs, strict=True)}
         self._title_len.frombytes(title_len)
         self._body_len.frombytes(body_len)
         self._ctx_len.frombytes(ctx_len)
@@ -283,7 +285,7 @@ class LexicalIndex:
         if not (len(self._title_len) == len(self._body_len) == len(self._ctx_len) == slots):
             raise ValueError("a lexical index state whose lengths do not match its slots")
         _check_postings(self._docs, self._tfs, slots)
-        _check_postings(self._ctx_docs, self._ctx_tfs, slots)
+        _check_postings([d for d, _ in self._ctx.values()], [t for _, t in self._ctx.values()], slots)
         around = contexts or [None] * len(records)
         keys = [state_key(r, c) for r, c in zip(records, around, strict=True)]
         if keys == slot_keys:  # the usual start: the same notes in the same order
@@ -328,11 +330,12 @@ class LexicalIndex:
                 continue
             docs = np.frombuffer(self._docs[number], dtype=np.int32)
             packed = np.frombuffer(self._tfs[number], dtype=np.int32)
-            ctx_docs = np.frombuffer(self._ctx_docs[number], dtype=np.int32)
             docs, packed = docs[rows[docs] >= 0], packed[rows[docs] >= 0]
             tf = weighted_tf(packed, title_norm[docs], body_norm[docs])
-            if len(ctx_docs):  # the term in context fields too: one frequency per note, summed
-                ctx_tfs = np.frombuffer(self._ctx_tfs[number], dtype=np.int32)
+            held = self._ctx.get(number)
+            if held is not None:  # the term in context fields too: one frequency per note, summed
+                ctx_docs = np.frombuffer(held[0], dtype=np.int32)
+                ctx_tfs = np.frombuffer(held[1], dtype=np.int32)
                 alive = rows[ctx_docs] >= 0
                 ctx_docs, ctx_tfs = ctx_docs[alive], ctx_tfs[alive]
                 dense = np.zeros(slots, dtype=np.float64)
