@@ -438,6 +438,27 @@ VARIANTS: dict[str, Ranker] = {
 }
 
 
+#: The constants ``--set`` may change, and the module each lives in (read where it is used).
+TUNABLE = {
+    "CONTEXT_WEIGHT": "vaultmem.index.lexical",
+    "B_CONTEXT": "vaultmem.index.lexical",
+    "HEADER_WORDS": "vaultmem.index.note_vectors",
+    "HEADER_FLOOR": "vaultmem.index.note_vectors",
+    "SHORT_WORDS": "vaultmem.index.note_vectors",
+}
+
+
+def retune(change: str) -> None:
+    """``NAME=VALUE``: set one of :data:`TUNABLE` for this run (the weight sweeps of docs/benchmarks.md)."""
+    import importlib
+
+    name, _, value = change.partition("=")
+    if name not in TUNABLE or not value:
+        raise SystemExit(f"--set takes NAME=VALUE with NAME one of {', '.join(TUNABLE)}, not {change!r}")
+    module = importlib.import_module(TUNABLE[name])
+    setattr(module, name, type(getattr(module, name))(value))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("variants", nargs="*", default=["bm25", "vector", "shipped"])
@@ -446,9 +467,19 @@ def main() -> None:
     parser.add_argument(
         "--model-dir", type=Path, help="an ONNX export (model.onnx + tokenizer.json), not the packaged model"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change one of the index's constants for this run, e.g. CONTEXT_WEIGHT=0.4 or "
+        "HEADER_WORDS=200 (the lexical leg's and the vector header's: " + ", ".join(TUNABLE) + ")",
+    )
     args = parser.parse_args()
     global SESSIONS
     SESSIONS = not args.no_sessions
+    for change in args.set:
+        retune(change)
     cache = CachedEmbedder(OnnxEmbedder(args.model_dir))  # the packaged model unless told
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="vaultmem-lab-") as tmp:
