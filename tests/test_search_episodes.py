@@ -93,3 +93,38 @@ def test_a_reply_written_by_the_same_session_is_found_by_its_question_while_anot
 
         reply, ranked = anyio.run(main)
     assert reply in ranked[:3], ranked
+
+
+def test_the_lexical_leg_finds_a_short_reply_by_the_words_of_the_question_its_session_asked(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Through MCP: the reply ("Yes, every Sunday morning") says none of the question's words, yet
+    the lexical leg finds it by them (the question is its context field: the note its session
+    wrote just before it), and never by the words of another session's note written in between."""
+    question = "Do you still run marathons with the club?"
+    reply = "Yes, every Sunday morning."
+    between = "The printer toner invoice was paid on account."
+    with running_daemon(vault, tmp_path / "token") as daemon:
+
+        async def main() -> tuple[str, dict[str, list[str]]]:
+            async with (
+                mcp_client(daemon.url, daemon.token()) as runner,
+                mcp_client(daemon.url, daemon.token()) as clerk,
+            ):
+                await _append(runner, question)
+                await _append(clerk, between)
+                answer = (await _append(runner, reply))["id"]
+                found: dict[str, list[str]] = {}
+                for query in ("marathons club", "printer toner invoice"):
+                    args = {"action": "search", "query": query, "compact": False, "min_relevance": 0}
+                    result = await runner.call_tool("memory_recall", args)
+                    assert not result.is_error and result.structured_content is not None, result.content
+                    items = result.structured_content["result"]["items"]
+                    found[query] = next(
+                        (i["match_source"] for i in items if i["thought"]["id"] == answer), []
+                    )
+                return answer, found
+
+        _answer, found = anyio.run(main)
+    assert "bm25" in found["marathons club"], found
+    assert "bm25" not in found["printer toner invoice"], found
