@@ -36,7 +36,7 @@ def test_each_mcp_client_stamps_its_notes_with_its_own_session_and_the_cli_with_
     with running_daemon(vault, tmp_path / "token") as daemon:
 
         async def main() -> list[str]:
-            ids = []
+            ids: list[str] = []
             async with (
                 mcp_client(daemon.url, daemon.token()) as stateless,
                 mcp_client(daemon.url, daemon.token(), mode="legacy") as legacy,
