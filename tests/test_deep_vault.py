@@ -69,7 +69,8 @@ def test_a_daemon_starts_on_a_deep_vault_and_watches_everything_else(
         with caplog.at_level(logging.WARNING, logger="vaultmem.sync.watcher"):
             memory.start_watching()
         too_deep = [r.getMessage() for r in caplog.records if "nested too deep" in r.getMessage()]
-        assert too_deep and "runaway" in too_deep[0]
+        if sys.version_info < (3, 12):  # os.walk recurses there (a loop from 3.12: watched then)
+            assert too_deep and "runaway" in too_deep[0]
         assert [h["slug"] for h in memory.search(SearchRequest("kiln cone"))["results"]][:1] == ["kiln"]
         assert rel.endswith("/kiln.md")
         (vault / "memory" / "semantic" / "glaze.md").write_text(
