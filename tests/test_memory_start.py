@@ -4,10 +4,13 @@ was opened before it is closed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,22 @@ fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()  # until the test closes our stdin
 """
+
+
+@contextmanager
+def _lock_held(lock: Path) -> Iterator[None]:
+    """The vault's write lock held by another process (as a long reindex holds it) meanwhile."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(lock)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.communicate(timeout=30)  # closes its stdin (it lets go) and our end of its stdout
 
 
 def _threads() -> set[str]:
@@ -47,20 +66,11 @@ def test_a_start_that_cannot_take_the_write_lock_fails_cleanly_and_the_next_find
         memory.reconcile()
         note_id = memory.append("The staging database listens on port 6543.", "reference")["id"]
     settings = Settings.resolve(vault, durable=False, write_lock_timeout=0.5)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_LOCK, str(settings.state_dir / "write.lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with _lock_held(settings.state_dir / "write.lock"):
         before = _threads()
         with pytest.raises(VaultBusy, match="another vaultmem process"):
             Memory(settings, embedder=FakeEmbedder())
         assert not _settled(before), "a failed start left threads running"
-    finally:
-        holder.communicate(timeout=30)  # closes its stdin (it lets go) and our end of its stdout
     with Memory(settings, embedder=FakeEmbedder()) as memory:
         memory.reconcile()
         hits = memory.search(SearchRequest("which port does the staging database listen on"))["results"]
@@ -84,3 +94,20 @@ def test_a_start_whose_index_fails_to_open_releases_the_vault(
     assert not _settled(before), "a failed start left threads running"
     with Memory(settings, index=False) as memory:  # the lock is free: no VaultBusy
         memory.append("The vault is writable again.", "reference")
+
+
+def test_a_cli_command_that_cannot_take_the_write_lock_says_so_and_exits(vault: Path) -> None:
+    """Through the CLI: ``vaultmem search`` while another process holds the write lock exits
+    with the lock's message within its timeout (no thread keeps it alive), and succeeds after."""
+    (vault / "vaultmem.yaml").write_text("write_lock_timeout: 0.5\n", encoding="utf-8")
+    cli = [str(Path(sys.executable).with_name("vaultmem")), "--vault", str(vault)]
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake"}
+    assert subprocess.run([*cli, "reindex"], env=env, capture_output=True, timeout=120).returncode == 0
+    with _lock_held(Settings.resolve(vault).state_dir / "write.lock"):
+        busy = subprocess.run(
+            [*cli, "search", "anything"], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert busy.returncode != 0 and "another vaultmem process" in busy.stderr, busy
+    assert "Traceback" not in busy.stderr
+    free = subprocess.run([*cli, "search", "anything"], env=env, capture_output=True, text=True, timeout=60)
+    assert free.returncode == 0, free.stderr

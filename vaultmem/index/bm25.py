@@ -5,9 +5,9 @@ lexical_fields`); the present's leg gives a short note written in a session a th
 **context** (:data:`CONTEXT_WEIGHT`, :mod:`vaultmem.index.lexical`). A term's frequency in each
 is normalised by that field's length against the field's average, weighted, the fields summed
 and saturated once (BM25F: Robertson and Zaragoza, "The Probabilistic Relevance Framework",
-2009, section 3.5). The present's leg keeps
-its postings in :mod:`vaultmem.index.lexical`; :class:`Bm25Corpus` here keeps the past's, over
-many documents and scored over whichever subset a query names: a search into the past
+2009, section 3.5). The present's leg keeps its postings in :mod:`vaultmem.index.lexical`;
+:class:`Bm25Corpus` here keeps the past's, over many documents and scored over whichever subset
+a query names: a search into the past
 (``as_of``, :mod:`vaultmem.index.versions`) ranks the notes as they were at one moment, a
 different subset of every version for every moment, so its statistics (document frequencies,
 *N*, average field lengths) are computed per query over the documents the caller says are in the

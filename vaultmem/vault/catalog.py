@@ -298,11 +298,9 @@ class Catalog:
         self._by_path[path] = entry
         stem = path.rsplit("/", 1)[-1].removesuffix(".md")  # the slug (once: every note, every start)
         copy = is_conflict_stem(stem)
-        owner = self._by_id.get(entry.id) if entry.id else None
-        if entry.id and (owner is None or owner == path):  # nearly always: the id's first holder
-            self._by_id[entry.id] = path
-        elif entry.id:
-            if owner is not None and owner != entry.path and self._changed_since_read(owner):
+        if entry.id:
+            owner = self._by_id.get(entry.id)
+            if owner is not None and owner != path and self._changed_since_read(owner):
                 # The file that held the id changed since it was read: a sync's merge gave its path
                 # to another machine's note and this one a new name, and the watcher reads paths
                 # in sorted order. The id goes where it is now; the old reading is dropped, and the
