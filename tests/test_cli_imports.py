@@ -72,7 +72,11 @@ def test_init_append_capture_log_forget_and_token_import_no_index_module(tmp_pat
 
 def test_a_command_that_searches_does_load_the_index(vault: Path) -> None:
     """The other half, so the listing above cannot pass by seeing nothing: ``doctor`` compares the
-    vault with the index, and so opens LanceDB."""
+    vault with the index and reads its tables, and so opens LanceDB (once there is an index)."""
+    built = subprocess.run(
+        [VAULTMEM, "--vault", str(vault), "reindex"], capture_output=True, text=True, timeout=300
+    )
+    assert built.returncode == 0, built.stderr[-500:]
     done, modules = imported_by(vault, "doctor")
     assert done.returncode == 0, done.stderr[-500:]
-    assert "lancedb" in index_modules(modules)
+    assert "lancedb" in index_modules(modules)  # the tables are read, though a snapshot was saved

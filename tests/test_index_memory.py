@@ -12,10 +12,10 @@ import pytest
 from vaultmem.config import Settings
 from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.index.lance_loop import run_async
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
-from vaultmem.index.search import run_async
 from vaultmem.memory import Memory
 
 STATUSES = ["active", "unfiled", "archived", "deleted"]

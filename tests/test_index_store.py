@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -237,26 +240,52 @@ def test_a_few_rows_written_then_a_pause_do_not_start_a_fold(tmp_path: Path) -> 
     idx.close()
 
 
-def test_rows_left_unindexed_by_short_lived_processes_are_folded_in_at_the_next_open(
-    tmp_path: Path,
-) -> None:
-    """A process that writes fewer rows than the maintenance threshold and exits (a stdio server
-    per agent session, a killed daemon) never folds them into the FTS index; the next open's
-    check does, so BM25 statistics match a fresh build's again."""
+KILLED_SESSION = """
+import os, signal, sys
+from pathlib import Path
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.records import NoteRecord
+index = NoteIndex(Path(sys.argv[1]), FakeEmbedder(), maintenance_threshold=8)
+for n in range(int(sys.argv[2]), int(sys.argv[2]) + 3):
+    text = f"teapot memo {n} kettle" if n % 2 else f"teapot memo {n}"
+    index.upsert([NoteRecord(f"0190a000-0000-7000-8000-{n:012d}", f"notes/n{n}.md", f"n{n}", f"Note {n}",
+        "note", "active", "alpha", (), text, f"hash-{n}-{text}", f"2025-01-01T10:{n % 60:02d}:00+00:00",
+        "2025-01-01T10:00:00+00:00")])
+index.wait_for_writes()
+os.kill(os.getpid(), signal.SIGKILL)  # a supervisor's kill: no close, so nothing folded
+"""
+
+
+def test_rows_left_unindexed_by_short_lived_processes_are_folded_in(tmp_path: Path) -> None:
+    """A process that writes fewer rows than the maintenance threshold never runs maintenance: a
+    clean close folds its rows into the id index (so the next start has nothing to fold), and the
+    rows of a process killed before it closed are folded by the next open's check. Either way the
+    BM25 statistics match a fresh build's."""
     state = tmp_path / "state"
     first = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
     first.upsert([note(i, f"kettle report {i}") for i in range(10)])
     first.maintenance()
     first.close()
     n = 100
-    for _session in range(6):  # six short sessions, three writes each: 18 rows, never 8 in one
+    for _session in range(4):  # four short sessions, three writes each: 12 rows, never 8 in one
         idx = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
         for _ in range(3):
             idx.upsert([note(n, f"teapot memo {n} kettle" if n % 2 else f"teapot memo {n}")])
             n += 1
         idx.close()
     reopened = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
-    assert reopened.unindexed_rows() == 18
+    assert reopened.unindexed_rows() == 0
+    assert not reopened.maintain_if_behind()
+    reopened.close()
+    for start in (n, n + 3):  # two sessions killed after their writes
+        done = subprocess.run(
+            [sys.executable, "-c", KILLED_SESSION, str(state), str(start)], capture_output=True, timeout=120
+        )
+        assert done.returncode == -signal.SIGKILL, done.stderr
+    n += 6
+    reopened = NoteIndex(state, FakeEmbedder(), maintenance_threshold=8)
+    assert reopened.unindexed_rows() == 6
     assert reopened.maintain_if_behind()
     reopened.wait_for_maintenance()
     assert reopened.unindexed_rows() == 0

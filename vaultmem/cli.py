@@ -374,6 +374,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     ]
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
+    if report.index_unreadable:
+        print(f"the search index cannot be read ({report.index_unreadable}): run `vaultmem reindex --full`")
     if not report.index_exists:
         print("no search index yet: run `vaultmem reindex`")
     if report.state_free_mib is not None and report.state_free_mib < LOW_SPACE_MIB:

@@ -7,18 +7,16 @@ each maintenance and at close); the table is derived state like every other inde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
-from vaultmem.index import _schema
 from vaultmem.index.embedder import Embedder
+from vaultmem.index.lance_loop import run_async
 from vaultmem.index.records import sql_in, sql_literal, text_hash
-from vaultmem.index.search import run_async
 
 __all__ = ["TABLE", "EmbeddingCache", "table_in"]
 
@@ -44,13 +42,26 @@ class EmbeddingCache:
     Not thread-safe on its own: the index calls it with its apply lock held.
     """
 
-    def __init__(self, table: Any, embedder: Embedder) -> None:
-        self.table = table  # LanceDB's asynchronous table (replaced when the index reopens its tables)
+    def __init__(self, table: Any, embedder: Embedder, *, opener: Callable[[], object] | None = None) -> None:
+        self._table = table  # LanceDB's asynchronous table (replaced when the index reopens its tables)
+        #: Called the first time the table is needed while none is set (it sets :attr:`table`): an
+        #: index opened from its snapshot opens its tables only when it first uses one.
+        self._opener = opener
         self.embedder = embedder
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._known: set[str] | None = None
         #: Texts embedded (not found in the cache) since the cache was made.
         self.embedded = 0
+
+    @property
+    def table(self) -> Any:
+        if self._table is None and self._opener is not None:
+            self._opener()
+        return self._table
+
+    @table.setter
+    def table(self, table: Any) -> None:
+        self._table = table
 
     def forget_known(self) -> None:
         """Forget which hashes the table holds (another folder was opened)."""
@@ -127,6 +138,10 @@ class EmbeddingCache:
         folder starts from the current folder's cache); returns how many rows were new here."""
         where = f"model_id = {sql_literal(self.embedder.model_id)}"
         rows = run_async(other.query().where(where).select(["model_id", "text_hash", "vector"]).to_arrow())
+        import pyarrow as pa
+
+        from vaultmem.index import _schema
+
         known = self._known_hashes()
         fresh = rows.filter(pa.array([h not in known for h in rows["text_hash"].to_pylist()], pa.bool_()))
         if fresh.num_rows:
@@ -138,6 +153,10 @@ class EmbeddingCache:
         """Write the queued vectors to the table."""
         if not self._pending:
             return
+        import pyarrow as pa
+
+        from vaultmem.index import _schema
+
         model = self.embedder.model_id
         rows = [{"model_id": model, "text_hash": h, "vector": v.tolist()} for h, v in self._pending.items()]
         run_async(self.table.add(pa.Table.from_pylist(rows, schema=_schema.cache_schema())))

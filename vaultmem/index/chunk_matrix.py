@@ -98,6 +98,17 @@ class ChunkMatrix:
         """Forget every chunk."""
         self._reset(256)
 
+    def export(self, row_of: dict[str, int]) -> tuple[list[tuple[int, int]], Spans, Vector]:
+        """Every note's chunks, for a snapshot: ``(mirror row, chunk count)`` per long note (rows
+        by ``row_of``, the mirror's id -> row), then all their spans and vectors in that order."""
+        owners: list[tuple[int, int]] = []
+        at: list[int] = []
+        for note_id, rows in self._rows_of.items():
+            owners.append((row_of[note_id], len(rows)))
+            at.extend(rows)
+        index = np.asarray(at, dtype=np.intp)
+        return owners, self._spans[index], self._vectors[index]
+
     def best_span(self, note_id: str, query: Vector, own: float) -> tuple[int, int] | None:
         """The body span of the note's chunk most similar to ``query``, or None when no chunk
         beats ``own`` (the note's own vector: its first window)."""

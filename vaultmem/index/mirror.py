@@ -334,6 +334,13 @@ class NoteMirror:
             rows = np.fromiter((self._row[i] for i in found), dtype=np.intp, count=len(found))
             return found, self._vectors[rows]
 
+    def export(self) -> tuple[list[NoteRecord], Vector, tuple[list[tuple[int, int]], Spans, Vector]]:
+        """What the index's snapshot holds (:mod:`~vaultmem.index.snapshot`): the records in row
+        order, their vectors (a view of the matrix: valid until the next write) and the long notes'
+        chunks (:meth:`ChunkMatrix.export`)."""
+        with self._lock:
+            return list(self._records), self._vectors[: self._n], self._chunks.export(self._row)
+
     def records(self) -> list[NoteRecord]:
         """Every record (a snapshot, in row order)."""
         with self._lock:

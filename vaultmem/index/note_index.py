@@ -25,30 +25,33 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from vaultmem.errors import IndexError_, InvalidInput
-from vaultmem.index import _schema, cache, lexical, location
+from vaultmem.index import cache, lexical, location, snapshot
 from vaultmem.index.cache import EmbeddingCache
 from vaultmem.index.embedder import Embedder, warm_in_background
 from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.heap import release_free_memory
+from vaultmem.index.lance_loop import lance_errors
 from vaultmem.index.maintenance import Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.note_vectors import NoteVectors, VectorMaker
-from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult, sql_in, sql_literal
-from vaultmem.index.search import HybridSearcher, run_async
+from vaultmem.index.records import NoteRecord, SearchFilters, SearchResult
+from vaultmem.index.search import HybridSearcher
 from vaultmem.index.timeline import Timeline
 from vaultmem.index.writer import DeleteNotes, UpsertNotes, WriteOp, WriteQueue
+
+if TYPE_CHECKING:
+    from vaultmem.index._schema import Chunks
+    from vaultmem.index.tables import NoteTables
 
 __all__ = ["NoteIndex"]
 
@@ -58,20 +61,6 @@ log = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 4
 #: The tables under ``<state_dir>/lancedb``, in the order maintenance visits them.
 _TABLES = ("notes", cache.TABLE)
-
-
-@contextmanager
-def _lance_errors(action: str) -> Iterator[None]:
-    """Translate any LanceDB/Arrow/OS error into IndexError_ naming the action and the fix."""
-    try:
-        yield
-    except (IndexError_, InvalidInput):
-        raise
-    except Exception as exc:  # LanceDB raises untyped RuntimeError/ValueError/OSError
-        raise IndexError_(
-            f"the search index failed to {action}: {exc}; if this persists, rebuild it with "
-            "`vaultmem reindex`"
-        ) from exc
 
 
 class NoteIndex:
@@ -98,9 +87,8 @@ class NoteIndex:
         self._state_dir = Path(state_dir)
         self._embedder = embedder
         self._warmup = warm_in_background(embedder)  # the model loads while the notes are read
-        with _lance_errors(f"open {state_dir}"):
+        with lance_errors(f"open {state_dir}"):
             self._state_dir.mkdir(parents=True, exist_ok=True)
-            self._db: Any = run_async(lancedb.connect_async(str(self._state_dir / "lancedb")))
         # Holds the folder while it is open; with ``follow``, notices a rebuild that replaced it.
         self._follower = location.Follower(follow, self._state_dir)
         #: Called (on a reader's thread) after this index switched to a folder another process
@@ -117,10 +105,13 @@ class NoteIndex:
         #: Called on the writer thread when a write fails for good (the owner schedules a retry).
         self.on_write_failure: Callable[[], None] | None = None
         self._meta = IndexMeta.read(self._state_dir)
-        self._notes: Any = None  # LanceDB's (asynchronous) notes table, an untyped library object
-        self._cache = EmbeddingCache(None, embedder)
-        self._open_tables()
-        self._own_version: int | None = None  # the notes table's version after our last write
+        #: The LanceDB tables, opened when first needed (:meth:`_lance`): not at all by an open
+        #: that adopts its snapshot and then only searches.
+        self._tables: NoteTables | None = None
+        self._tables_lock = threading.Lock()
+        self._cache = EmbeddingCache(None, embedder, opener=self._lance)
+        #: The id index's lag the adopted snapshot recorded (None: the table was read).
+        self._snapshot_unindexed: int | None = None
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
         config = fusion or FusionConfig()
@@ -150,33 +141,29 @@ class NoteIndex:
         """The embedder this index embeds notes and queries with."""
         return self._embedder
 
-    def _open_tables(self) -> None:
-        with _lance_errors("open its tables"):
-            db = self._db
-            existing = set(run_async(db.list_tables()).tables)
-            if "notes" not in existing or not self._meta.values:
-                if "notes" in existing:
-                    run_async(db.drop_table("notes"))
-                self._create_notes_table()
-            else:
-                self._notes = run_async(db.open_table("notes"))
-            if cache.TABLE in existing:
-                self._cache.table = run_async(db.open_table(cache.TABLE))
-            else:
-                self._cache.table = run_async(db.create_table(cache.TABLE, schema=_schema.cache_schema()))
-            if "edges" in existing:  # written before issue 14; the edge graph lives in memory only
-                run_async(db.drop_table("edges"))
+    def _lance(self) -> NoteTables:
+        """The LanceDB tables, opened (and ``lancedb`` imported) the first time one is needed."""
+        tables = self._tables
+        if tables is None:
+            with self._tables_lock:
+                tables = self._tables
+                if tables is None:
+                    from vaultmem.index.tables import NoteTables
 
-    def _create_notes_table(self) -> None:
-        schema = _schema.notes_schema(self._embedder.dim)
-        self._notes = run_async(self._db.create_table("notes", schema=schema))
-        run_async(_schema.create_note_indices(self._notes))
-        self._meta.write(self._embedder)
+                    tables = self._tables = NoteTables(
+                        self._state_dir, self._meta, self._embedder, self._cache
+                    )
+        return tables
 
     @property
     def async_notes_table(self) -> Any:
         """LanceDB's asynchronous handle of the notes table (one event-loop hop per query)."""
-        return self._notes
+        return self._lance().notes
+
+    @property
+    def tables_open(self) -> bool:
+        """Whether the LanceDB tables were opened (an open from the snapshot leaves them shut)."""
+        return self._tables is not None
 
     def _load_notes(self) -> list[WriteOp]:
         """Read the notes table into the mirror and the timeline; returns repairs to queue.
@@ -184,9 +171,15 @@ class NoteIndex:
         Two rows with one id (two processes that both added the note) are collapsed here and
         rewritten as one row by the returned repair.
         """
-        with _lance_errors("load the notes into memory"):  # before the model is needed
-            fresh, meta = not self.needs_rebuild(), self._meta.path
-            records, vectors, chunks = run_async(_schema.read_notes(self._notes, self._dim, fresh, meta))
+        self._snapshot_unindexed = None
+        saved = None if self.needs_rebuild() or not self._meta.values else self._read_snapshot()
+        chunks: list[Chunks] | None
+        if saved is not None:
+            self._snapshot_unindexed = saved.unindexed
+            records, vectors, chunks = saved.records, saved.vectors, saved.chunks
+        else:
+            with lance_errors("load the notes into memory"):  # before the model is needed
+                records, vectors, chunks = self._lance().read(self._dim, not self.needs_rebuild())
         seen: dict[str, int] = {}
         for row, record in enumerate(records):
             seen[record.id] = row  # the last row of an id wins
@@ -202,8 +195,8 @@ class NoteIndex:
             repairs = [DeleteNotes(dupes), UpsertNotes([r for r in records if r.id in twice])]
         # the timeline first: a short note's context field is the note its session wrote before it
         self.timeline.replace((r.id, r.project, r.created, r.session) for r in records)
-        saved, around = lexical.read_state(self._state_dir), self._maker.contexts(records)
-        self.mirror.replace(records, vectors, chunks, lexical_state=saved, contexts=around)
+        postings, around = lexical.read_state(self._state_dir), self._maker.contexts(records)
+        self.mirror.replace(records, vectors, chunks, lexical_state=postings, contexts=around)
         release_free_memory()  # what reading the table through Arrow allocated and freed
         return repairs
 
@@ -221,13 +214,12 @@ class NoteIndex:
                 if self._follower.changed(now=True):  # another thread may have switched meanwhile
                     folder = self._follower.switch()
                     log.info("the search index was replaced (a full rebuild?); now using %s", folder)
-                    with _lance_errors(f"open {folder}"):
+                    with lance_errors(f"open {folder}"):
                         self._state_dir = folder
-                        self._db = run_async(lancedb.connect_async(str(folder / "lancedb")))
                         self._meta = IndexMeta.read(self._state_dir)
-                        self._open_tables()
+                        self._tables = None  # the new folder's, opened when needed
+                        self._cache.table = None
                     self._cache.forget_known()
-                    self._own_version = None
                     self._load_notes()  # twice-held ids are collapsed by the reconcile that follows
                     self._switched = True
         if self._switched and self.on_switch is not None and not self._writes.on_writer_thread():
@@ -247,15 +239,15 @@ class NoteIndex:
         Vectors come from the embedding cache where the (model, text) pair was seen before."""
         self.wait_for_writes()
         self._maintenance.wait()
-        with self.apply_lock, _lance_errors("rebuild the notes table"):
+        with self.apply_lock, lance_errors("rebuild the notes table"):
             records = self.mirror.records()
-            run_async(self._db.drop_table("notes"))
-            self._create_notes_table()
+            tables = self._lance()
+            tables.recreate_notes()
             made = NoteVectors(np.zeros((0, self._embedder.dim), dtype=np.float32))
             for start in range(0, len(records), 1024):
                 batch = records[start : start + 1024]
                 part = self._maker.for_records(batch, reuse=False)
-                run_async(self._notes.add(self._rows(batch, part)))
+                tables.add(batch, part)
                 made.vectors = np.concatenate([made.vectors, part.vectors])
                 made.chunks += part.chunks
             self.mirror.replace(records, made.vectors, made.chunks, contexts=self._maker.contexts(records))
@@ -345,7 +337,7 @@ class NoteIndex:
         """
         for attempt in range(_WRITE_ATTEMPTS):
             try:
-                with _lance_errors(action):
+                with lance_errors(action):
                     apply(arg)
                 for path in paths:
                     self.failed_writes.pop(path, None)
@@ -364,7 +356,7 @@ class NoteIndex:
                 log.debug("retrying after: %s", exc)
                 time.sleep(0.05 * 2**attempt)
                 with suppress(Exception):
-                    run_async(self._notes.checkout_latest())
+                    self._lance().checkout_latest()
 
     def _apply_upserts(self, records: list[NoteRecord]) -> None:
         batch = {r.id: r for r in records}
@@ -374,44 +366,27 @@ class NoteIndex:
         records = [*records, *self._maker.followers(moved, batch)]
         made = self._maker.for_records(records, reuse=not self.needs_rebuild())
         new = [r.id for r in records if r.id not in self.mirror]
+        tables = self._lance()
         # Another vaultmem process may have added a note this one has not seen yet.
-        present = self._ids_in_table(new) if new else set()
+        present = tables.ids_in(new) if new else set()
         added = {i for i in new if i not in present}
         fresh = [i for i, r in enumerate(records) if r.id in added]
         known = [i for i, r in enumerate(records) if r.id not in added]
         if fresh:
-            run_async(self._notes.add(self._rows([records[i] for i in fresh], made.subset(fresh))))
+            tables.add([records[i] for i in fresh], made.subset(fresh))
         if known:
-            merge = self._notes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-            run_async(merge.execute(self._rows([records[i] for i in known], made.subset(known))))
-        self._own_version = run_async(self._notes.version())
+            tables.merge([records[i] for i in known], made.subset(known))
+        tables.mark_written()
         self.mirror.put(records, made.vectors, made.chunks, self._maker.contexts(records))
         self.notes_stored += len(batch)
         self._maintenance.pending_writes += 1
 
     def _apply_delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), 512):
-            run_async(self._notes.delete(sql_in("id", ids[start : start + 512])))
+        self._lance().delete(ids)
         self.mirror.remove(ids)
         for note_id in ids:
             self.timeline.remove(note_id)
         self._maintenance.pending_writes += 1
-
-    def _rows(self, records: Sequence[NoteRecord], made: NoteVectors) -> pa.Table:
-        rows = [_schema.note_row(r, made.vectors[i], *made.chunks[i]) for i, r in enumerate(records)]
-        return pa.Table.from_pylist(rows, schema=run_async(self._notes.schema()))
-
-    def _ids_in_table(self, ids: Sequence[str]) -> set[str]:
-        """The ids among ``ids`` the notes table holds (written by another process, say)."""
-        run_async(self._notes.checkout_latest())  # what other processes committed since we looked
-        if run_async(self._notes.version()) == self._own_version:
-            return set()  # nothing was committed since this process's own last write
-        found: set[str] = set()
-        for start in range(0, len(ids), 512):
-            where = sql_in("id", ids[start : start + 512])
-            rows = run_async(self._notes.query().where(where).select(["id"]).to_arrow())
-            found.update(rows["id"].to_pylist())
-        return found
 
     # ----------------------------------------------------------------- reads (from memory)
 
@@ -493,21 +468,17 @@ class NoteIndex:
         """The vector leg alone; ``query`` is a text or an already-embedded vector."""
         return self.searcher.search_vector(query, filters or SearchFilters(), k)
 
-    def probe(self) -> str | None:
+    def probe(self, *, tables: bool = True) -> str | None:
         """Read every part of the index once (rows, vectors, the scalar indices the writer's
         deletes and merges use) as a search or a write does; the error when one fails, None when
-        the index can be used."""
+        the index can be used. Without ``tables``, only what a search reads (the memory): an open
+        from the snapshot leaves the tables to its first write."""
         records = self.mirror.records()
         try:
             self.count()
-            with _lance_errors("read a row"):
-                run_async(self._notes.query().limit(1).to_arrow())
-                if records:  # through the id, status and project indices (a lookup reads their files)
-                    first = records[0]
-                    where = f"id = {sql_literal(first.id)} AND status = {sql_literal(first.status)}"
-                    if first.project is not None:
-                        where += f" AND project = {sql_literal(first.project)}"
-                    run_async(self._notes.query().where(where).limit(1).to_arrow())
+            if tables:
+                with lance_errors("read a row"):
+                    self._lance().check(records[0] if records else None)
             self.search("vaultmem index check", k=1)
         except Exception as exc:  # LanceDB lets some errors through untranslated
             return str(exc)
@@ -540,26 +511,26 @@ class NoteIndex:
     def vectors_of(self, texts: dict[str, str], *, embed: bool) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors of ``{text hash: text}`` the embedding cache holds; with ``embed`` the others too,
         embedded outside the apply lock (the index's writes go on) and queued for the cache."""
-        with self.apply_lock, _lance_errors("read the embedding cache"):
+        with self.apply_lock, lance_errors("read the embedding cache"):
             found = self._cache.lookup(list(texts))
         todo = {h: t for h, t in texts.items() if h not in found}
         if embed and todo:
             fresh = dict(zip(todo, self._embedder.embed(list(todo.values())), strict=True))
-            with self.apply_lock, _lance_errors("write the embedding cache"):
+            with self.apply_lock, lance_errors("write the embedding cache"):
                 self._cache.remember(fresh)
             found.update(fresh)
         return found
 
     def seed_cache(self, folder: Path) -> int:
         """Copy (read only) ``folder``'s embedding cache into this one's; returns the rows copied."""
-        with _lance_errors(f"read the embedding cache of {folder}"):
+        with lance_errors(f"read the embedding cache of {folder}"):
             table = cache.table_in(folder)
             with self.apply_lock:
                 return 0 if table is None else self._cache.copy_from(table)
 
     def flush_cache(self) -> None:
         """Write the embedding cache's queued vectors (call with :attr:`apply_lock` held)."""
-        with _lance_errors("flush the embedding cache"):
+        with lance_errors("flush the embedding cache"):
             self._cache.flush()
 
     def reopen_tables(self) -> None:
@@ -570,16 +541,17 @@ class NoteIndex:
         the soak test). Reopening after maintenance lets them go; a search still running on the
         old handle keeps it until it finishes.
         """
-        with _lance_errors("reopen its tables"):
-            db = run_async(lancedb.connect_async(str(self._state_dir / "lancedb")))
-            notes, embeddings = (run_async(db.open_table(name)) for name in _TABLES)
-            self._db, self._notes, self._cache.table = db, notes, embeddings
+        if self._tables is None:
+            return  # none open: nothing held
+        with lance_errors("reopen its tables"):
+            self._tables.reopen()
 
     def unindexed_rows(self) -> int:
         """Rows of the notes table its index of ids does not cover yet (scanned, not looked up)."""
-        with _lance_errors("read its index statistics"):
-            stats = run_async(self._notes.index_stats(_schema.ID_INDEX))
-        return 0 if stats is None else int(stats.num_unindexed_rows)
+        if self._tables is None and self._snapshot_unindexed is not None:
+            return self._snapshot_unindexed  # the table is as the snapshot saw it
+        with lance_errors("read its index statistics"):
+            return self._lance().unindexed_rows()
 
     def close(self) -> None:
         """Apply queued writes, flush queued cache rows and wait for background work."""
@@ -596,4 +568,27 @@ class NoteIndex:
             log.warning("%s", exc)
         finally:
             lexical.save_state(self._state_dir, self.mirror.lexical_state())
+            self._save_snapshot()
             self._follower.close()
+
+    # ----------------------------------------------------------------- the snapshot
+
+    def _read_snapshot(self) -> snapshot.Snapshot | None:
+        key = snapshot.table_key(self._state_dir)
+        return snapshot.load(self._state_dir, key, self._embedder.model_id, self._dim)
+
+    def _save_snapshot(self) -> None:
+        """Save the mirror for the next open (:mod:`~vaultmem.index.snapshot`) when this process
+        opened the tables: otherwise the snapshot it adopted still holds, or the table changed
+        under it and the next open reads the table."""
+        tables = self._tables
+        if tables is None or self.needs_rebuild():
+            return
+        try:
+            with self.apply_lock, lance_errors("save its snapshot"):
+                if tables.unindexed_rows():  # folded now, so the next start has nothing to fold
+                    self._maintenance.run(fold=True)
+                tables.save_snapshot(self.mirror, self._embedder.model_id)
+        except IndexError_ as exc:  # derived: the next open reads the table
+            log.warning("%s", exc)
+            snapshot.discard(self._state_dir)

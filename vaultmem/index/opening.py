@@ -70,7 +70,9 @@ def open_index(settings: Settings, embedder: Embedder) -> NoteIndex:
     except IndexError_ as exc:
         log.warning("the search index is damaged (%s); rebuilding it from the vault", exc)
     else:
-        problem = index.probe()  # every part read once: rows, vectors, the BM25 index
+        # every part read once (rows, vectors, the BM25 index); an open from the snapshot leaves the
+        # tables to their first use
+        problem = index.probe(tables=index.tables_open)
         if problem is None:
             return index
         log.warning(

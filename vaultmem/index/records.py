@@ -49,6 +49,11 @@ class NoteRecord(NamedTuple):
     #: notes written by hand or at the CLI; the context step links a session's notes in order.
     session: str | None = None
 
+    @classmethod
+    def from_values(cls, values: Iterable[Any]) -> NoteRecord:
+        """The record of these field values, in field order (a snapshot's columns)."""
+        return cls._make(values)
+
     def but(self, **changes: Any) -> NoteRecord:
         """This record with ``changes`` (field name -> value) made."""
         return self._replace(**changes)

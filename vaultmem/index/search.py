@@ -13,17 +13,15 @@ read, and whether the stored vectors belong to another model.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from lancedb.background_loop import LOOP
 
 from vaultmem.errors import IndexError_
 from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage, scaled_scores
@@ -40,21 +38,10 @@ from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.records import NoteRecord, SearchFilters, SearchHit, SearchResult, check_search
 from vaultmem.index.timeline import Timeline
 
-__all__ = ["HybridSearcher", "LegHit", "run_async"]
+__all__ = ["HybridSearcher", "LegHit"]
 
-T = TypeVar("T")
 #: Distinct query texts whose vectors are kept (an agent often repeats a query within a task).
 QUERY_CACHE_SIZE = 256
-
-
-def submit_async(coro: Coroutine[Any, Any, T]) -> Future[T]:
-    """Run ``coro`` on LanceDB's background event loop; returns a concurrent future."""
-    return asyncio.run_coroutine_threadsafe(coro, LOOP.loop)
-
-
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on LanceDB's background event loop and wait for its result."""
-    return submit_async(coro).result()
 
 
 @dataclass(frozen=True)

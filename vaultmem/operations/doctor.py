@@ -48,6 +48,8 @@ class DoctorReport:
     index_stale: list[str] = field(default_factory=list)
     index_extra: list[str] = field(default_factory=list)
     index_needs_rebuild: bool = False
+    #: Why the index's tables cannot be read (``vaultmem doctor`` reads them), None when they can.
+    index_unreadable: str | None = None
     uncommitted: list[str] = field(default_factory=list)
     #: Free space on the state directory's disk, MiB (an index write fails when it runs out).
     state_free_mib: float | None = None
@@ -68,6 +70,7 @@ class DoctorReport:
             self.malformed or self.skipped or self.conflict_copies or self.conflict_notes
             or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
+            or self.index_unreadable
             or self.uncommitted or self.stale_git_locks or self.secrets
             or len(self.layout.get("claimed_by", ())) > 1
         )  # fmt: skip
@@ -155,7 +158,10 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
 
     index = open_existing_index(settings)
     try:
-        return diagnose(layout, catalog, index, repo)
+        report = diagnose(layout, catalog, index, repo)
+        if index is not None:  # its tables too, which an index opened from its snapshot has not read
+            report.index_unreadable = index.probe()
+        return report
     finally:
         if index is not None:
             index.close()
