@@ -471,15 +471,17 @@ class NoteIndex:
     def probe(self, *, tables: bool = True) -> str | None:
         """Read every part of the index once (rows, vectors, the scalar indices the writer's
         deletes and merges use) as a search or a write does; the error when one fails, None when
-        the index can be used. Without ``tables``, only what a search reads (the memory): an open
-        from the snapshot leaves the tables to its first write."""
+        the index can be used. Without ``tables``, only the memory a search reads, with no query
+        embedded (the model goes on loading): an open from the snapshot leaves the tables to their
+        first use."""
         records = self.mirror.records()
         try:
             self.count()
+            self.search_bm25("vaultmem index check", k=1)
             if tables:
                 with lance_errors("read a row"):
                     self._lance().check(records[0] if records else None)
-            self.search("vaultmem index check", k=1)
+                self.search("vaultmem index check", k=1)
         except Exception as exc:  # LanceDB lets some errors through untranslated
             return str(exc)
         return None
