@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import VaultError
-from vaultmem.filing.secrets import Finding, scan_note_text
-from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.notes.merge import CONFLICT_TAG
-from vaultmem.vault.catalog import Catalog, Entry, read_note
+from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
+from vaultmem.vault.catalog import Catalog, Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 from vaultmem.vault.reading import shown
@@ -79,19 +78,16 @@ class DoctorReport:
         return {"ok": self.ok, **asdict(self)}
 
 
-#: Secrets found per (path, content hash): a daemon's repeated health checks scan only what changed.
-ScanCache = dict[tuple[str, str], list[Finding]]
-
-
 def diagnose(
     layout: VaultLayout,
     catalog: Catalog,
     index: NoteIndex | None,
     repo: GitRepo,
-    scanned: ScanCache | None = None,
+    facts: FactCache | None = None,
 ) -> DoctorReport:
+    """The report; each note's file is read only when ``facts`` does not know its content."""
     report = DoctorReport()
-    seen: ScanCache = {}
+    seen: dict[tuple[str, str], NoteFacts] = {}
     entries = list(catalog.entries())
     report.notes = len(entries)
     report.malformed = dict(catalog.problems)
@@ -107,21 +103,14 @@ def diagnose(
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()
     for entry in entries:
-        note = read_note(layout, entry.path)
         version = (entry.path, entry.content_hash)
-        found = scanned.get(version) if scanned is not None else None
-        if found is None and note.text is not None:
-            found = scan_note_text(note.text.render(), entry.path)
-        seen[version] = found or []
-        report.secrets += [{"path": entry.path, **f.to_dict()} for f in found or []]
-        meta = note.text.meta if note.text is not None else {}
-        recorded = recorded_targets(meta)
-        for key, value in meta.items():
-            for target in wikilink_targets(value):
-                in_properties.add((entry.path, target))
-                made_for = recorded.get(link_key(key, target))
-                if catalog.resolve_link(target, source=entry.path, recorded=made_for) is None:
-                    report.dangling_links.append({"path": entry.path, "property": key, "target": target})
+        known = facts.get(version) if facts is not None else None
+        found = seen[version] = known if known is not None else facts_of(layout, entry)
+        report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
+        for key, target, made_for in found.property_links:
+            in_properties.add((entry.path, target))
+            if catalog.resolve_link(target, source=entry.path, recorded=made_for) is None:
+                report.dangling_links.append({"path": entry.path, "property": key, "target": target})
         for target in entry.text_links:
             if (entry.path, target) in in_properties:
                 continue  # a person's property: reported above, with its property
@@ -136,9 +125,9 @@ def diagnose(
         report.index_missing = sorted(p for p in wanted if p not in hashes)
         report.index_stale = sorted(p for p, h in wanted.items() if p in hashes and hashes[p] != h)
         report.index_extra = sorted(p for p in hashes if p not in wanted)
-    if scanned is not None:  # keep what this vault holds now, nothing older
-        scanned.clear()
-        scanned.update(seen)
+    if facts is not None:  # keep what this vault holds now, nothing older
+        facts.keep(seen)
+        facts.save()
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):
@@ -158,7 +147,7 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
 
     index = open_existing_index(settings)
     try:
-        report = diagnose(layout, catalog, index, repo)
+        report = diagnose(layout, catalog, index, repo, FactCache(layout.state_dir))
         if index is not None:  # its tables too, which an index opened from its snapshot has not read
             report.index_unreadable = index.probe()
         return report

@@ -22,7 +22,8 @@ from vaultmem.errors import InvalidInput
 from vaultmem.filing.projects import Project
 from vaultmem.notes.model import DRAFT_STATUS, LIVE_STATUSES, iso, parse_time
 from vaultmem.operations.context import Context
-from vaultmem.operations.doctor import ScanCache, diagnose
+from vaultmem.operations.doctor import diagnose
+from vaultmem.operations.note_facts import FactCache
 from vaultmem.operations.primers import Primers
 from vaultmem.operations.reflect import PENDING_TAG, same_project
 from vaultmem.operations.results import Answer, Payload, Row, Thought
@@ -124,8 +125,8 @@ class Status:
         self.stale_days = ctx.settings.stale_after_days
         #: Set by the HTTP daemon: its MCP session counts, reported by ``health``.
         self.sessions: Callable[[], Mapping[str, int]] | None = None
-        #: health's secret scan of each note, kept while the note's content is the same.
-        self._scanned: ScanCache = {}
+        #: health's facts of each note (secrets, property links), kept while its content is the same.
+        self._facts = FactCache(ctx.layout.state_dir)
 
     # -- shared -------------------------------------------------------------------------------------
     def _in_scope(self, entry: Entry, project: str | None) -> bool:
@@ -314,7 +315,7 @@ class Status:
         with contextlib.suppress(Exception):  # let queued commits land; a failure shows as uncommitted
             ctx.writer.commits.flush(timeout=10.0)
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
-        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._scanned)
+        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._facts)
         sync = sync_health(ctx)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, Sequence[Payload]] = {
