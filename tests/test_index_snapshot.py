@@ -140,6 +140,47 @@ def test_a_process_killed_after_a_write_leaves_a_snapshot_the_next_open_refuses(
         index.close()
 
 
+def test_writes_then_a_quiet_spell_save_a_snapshot_that_a_kill_keeps(tmp_path: Path) -> None:
+    """Maintenance saves the snapshot once writes have paused: a process killed after that starts
+    from the snapshot again, with the note it wrote."""
+    folder = tmp_path / "state"
+    built(folder)
+    script = textwrap.dedent(
+        f"""
+        import os, signal, time
+        from pathlib import Path
+        from vaultmem.index import snapshot
+        from vaultmem.index.embedder import FakeEmbedder
+        from vaultmem.index.note_index import NoteIndex
+        from vaultmem.index.records import NoteRecord
+        folder = Path({str(folder)!r})
+        index = NoteIndex(folder, FakeEmbedder(), quiet_snapshot_s=0.3)
+        index.upsert([NoteRecord("0190a000-0000-7000-8000-000000000998", "notes/quiet.md", "quiet", "Quiet",
+            "note", "active", None, (), "saved in a quiet spell", "hquiet",
+            "2025-02-01T00:00:00+00:00", "2025-02-01T00:00:00+00:00")])
+        index.wait_for_writes()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            saved = snapshot.load(folder, snapshot.table_key(folder), "fake-bow-64", 64)
+            if saved is not None and any(r.slug == "quiet" for r in saved.records):
+                print("saved", flush=True)
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -9 and done.stdout.strip() == "saved", done.stderr
+    index = NoteIndex(folder, FakeEmbedder())
+    try:
+        assert not index.tables_open  # the snapshot of the quiet spell, not the table
+        assert index.get("0190a000-0000-7000-8000-000000000998") is not None
+    finally:
+        index.close()
+
+
 def test_another_process_writing_meanwhile_keeps_a_stale_mirror_out_of_the_snapshot(tmp_path: Path) -> None:
     folder = tmp_path / "state"
     records, _ = built(folder)

@@ -33,6 +33,9 @@ ATTEMPTS = 4
 #: (when enough lag: :func:`~vaultmem.index.compaction.should_fold`). Maintenance otherwise runs
 #: every ``threshold`` write batches, so the tail of a bulk load stayed unindexed (docs/benchmarks.md).
 QUIET_FOLD_S = 1.0
+#: Seconds without index writes after which the index saves its snapshot, so that a start after a
+#: crash or a kill reads no LanceDB either (``index/snapshot.py``; the close saves one anyway).
+QUIET_SNAPSHOT_S = 30.0
 
 
 class Maintained(Protocol):
@@ -55,13 +58,19 @@ class Maintained(Protocol):
 
     def wait_for_writes(self) -> None: ...
 
+    def save_snapshot(self) -> None: ...
+
 
 class Maintenance:
     """Runs maintenance of one index: in the background as writes accumulate, or in the foreground."""
 
-    def __init__(self, index: Maintained, *, threshold: int) -> None:
+    def __init__(
+        self, index: Maintained, *, threshold: int, quiet_snapshot_s: float = QUIET_SNAPSHOT_S
+    ) -> None:
         self.index = index
         self.threshold = threshold
+        self.quiet_snapshot_s = quiet_snapshot_s
+        self._snapshot_timer: threading.Timer | None = None
         self.pending_writes = 0  # writes applied since the last run
         self._thread: threading.Thread | None = None
         self._quiet_timer: threading.Timer | None = None
@@ -76,6 +85,30 @@ class Maintenance:
             self.start(fold=None)
         elif self.pending_writes:
             self._arm_quiet_fold()
+        self._arm_snapshot()
+
+    def _arm_snapshot(self) -> None:
+        timer = self._snapshot_timer
+        if timer is not None:
+            timer.cancel()
+        if self._closed:
+            return
+        timer = threading.Timer(self.quiet_snapshot_s, self._quiet_snapshot)
+        timer.name = "vaultmem-index-quiet-snapshot"
+        timer.daemon = True
+        self._snapshot_timer = timer
+        timer.start()
+
+    def _quiet_snapshot(self) -> None:
+        if self._closed:
+            return
+        if not self.index.writes_idle() or self.running():
+            self._arm_snapshot()  # not quiet yet: once it is
+            return
+        try:
+            self.index.save_snapshot()
+        except Exception as exc:  # derived state: the close saves one again
+            log.debug("saving the index snapshot after writes paused gave up: %s", exc)
 
     def _arm_quiet_fold(self) -> None:
         timer = self._quiet_timer
@@ -199,7 +232,10 @@ class Maintenance:
     def close(self) -> None:
         """No new runs; wait for the one under way."""
         self._closed = True
-        timer = self._quiet_timer
-        if timer is not None:
-            timer.cancel()
+        for timer in (self._quiet_timer, self._snapshot_timer):
+            if timer is not None:
+                timer.cancel()
+        snapshot_timer = self._snapshot_timer
+        if snapshot_timer is not None and snapshot_timer is not threading.current_thread():
+            snapshot_timer.join()  # a save under way finishes before the index closes
         self.wait()

@@ -40,7 +40,7 @@ from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import FusionConfig, RelevanceCalibration
 from vaultmem.index.heap import release_free_memory
 from vaultmem.index.lance_loop import lance_errors
-from vaultmem.index.maintenance import Maintenance
+from vaultmem.index.maintenance import QUIET_SNAPSHOT_S, Maintenance
 from vaultmem.index.meta import IndexMeta
 from vaultmem.index.mirror import NoteMirror
 from vaultmem.index.note_vectors import NoteVectors, VectorMaker
@@ -74,6 +74,7 @@ class NoteIndex:
         fusion: FusionConfig | None = None,
         calibration: RelevanceCalibration | None = None,
         maintenance_threshold: int = 32,
+        quiet_snapshot_s: float = QUIET_SNAPSHOT_S,
         follow: Path | None = None,
     ) -> None:
         """Open (creating if needed) the index under ``state_dir``.
@@ -112,6 +113,9 @@ class NoteIndex:
         self._cache = EmbeddingCache(None, embedder, opener=self._lance)
         #: The id index's lag the adopted snapshot recorded (None: the table was read).
         self._snapshot_unindexed: int | None = None
+        #: The notes table's key (:func:`snapshot.table_key`) the snapshot on disk was saved for:
+        #: while the table still has it, there is nothing to save.
+        self._snapshot_key: snapshot.Key | None = None
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
         config = fusion or FusionConfig()
@@ -119,7 +123,9 @@ class NoteIndex:
         self._maker = VectorMaker(self._cache, self.mirror, self.timeline, config.context_window_s)
         self.notes_stored = 0  # since the index opened (reindex progress; the cache counts texts)
         repairs = self._load_notes()
-        self._maintenance = Maintenance(self, threshold=maintenance_threshold)
+        self._maintenance = Maintenance(
+            self, threshold=maintenance_threshold, quiet_snapshot_s=quiet_snapshot_s
+        )
         self._writes = WriteQueue(self._apply)
         for op in repairs:
             self._writes.submit(op)
@@ -150,9 +156,8 @@ class NoteIndex:
                 if tables is None:
                     from vaultmem.index.tables import NoteTables
 
-                    tables = self._tables = NoteTables(
-                        self._state_dir, self._meta, self._embedder, self._cache
-                    )
+                    tables = NoteTables(self._state_dir, self._meta, self._embedder, self._cache)
+                    self._tables = tables
         return tables
 
     @property
@@ -171,8 +176,12 @@ class NoteIndex:
         Two rows with one id (two processes that both added the note) are collapsed here and
         rewritten as one row by the returned repair.
         """
-        self._snapshot_unindexed = None
-        saved = None if self.needs_rebuild() or not self._meta.values else self._read_snapshot()
+        self._snapshot_unindexed = self._snapshot_key = None
+        saved = None
+        if not self.needs_rebuild() and self._meta.values:
+            key = snapshot.table_key(self._state_dir)
+            saved = snapshot.load(self._state_dir, key, self._embedder.model_id, self._dim)
+            self._snapshot_key = None if saved is None else key
         chunks: list[Chunks] | None
         if saved is not None:
             self._snapshot_unindexed = saved.unindexed
@@ -536,13 +545,8 @@ class NoteIndex:
             self._cache.flush()
 
     def reopen_tables(self) -> None:
-        """Swap in a fresh connection and table handles (call with :attr:`apply_lock` held).
-
-        A LanceDB handle keeps every index version it has seen open, with its caches: one file
-        descriptor per index rebuild and a steadily growing RSS in a long-running daemon (found by
-        the soak test). Reopening after maintenance lets them go; a search still running on the
-        old handle keeps it until it finishes.
-        """
+        """Swap in fresh table handles, if any are open (call with :attr:`apply_lock` held):
+        :meth:`NoteTables.reopen <vaultmem.index.tables.NoteTables.reopen>` says why."""
         if self._tables is None:
             return  # none open: nothing held
         with lance_errors("reopen its tables"):
@@ -570,27 +574,24 @@ class NoteIndex:
             log.warning("%s", exc)
         finally:
             lexical.save_state(self._state_dir, self.mirror.lexical_state())
-            self._save_snapshot()
+            self.save_snapshot()
             self._follower.close()
 
-    # ----------------------------------------------------------------- the snapshot
-
-    def _read_snapshot(self) -> snapshot.Snapshot | None:
-        key = snapshot.table_key(self._state_dir)
-        return snapshot.load(self._state_dir, key, self._embedder.model_id, self._dim)
-
-    def _save_snapshot(self) -> None:
-        """Save the mirror for the next open (:mod:`~vaultmem.index.snapshot`) when this process
-        opened the tables: otherwise the snapshot it adopted still holds, or the table changed
-        under it and the next open reads the table."""
+    def save_snapshot(self) -> None:
+        """Save the mirror and the lexical postings for the next open (:mod:`~.snapshot`) unless the
+        snapshot on disk still describes the table (or the tables were never opened): at close,
+        and once writes have paused a while (maintenance), so a start after a crash reads none."""
         tables = self._tables
         if tables is None or self.needs_rebuild():
             return
         try:
             with self.apply_lock, lance_errors("save its snapshot"):
+                if snapshot.table_key(self._state_dir) == self._snapshot_key:
+                    return
                 if tables.unindexed_rows():  # folded now, so the next start has nothing to fold
                     self._maintenance.run(fold=True)
-                tables.save_snapshot(self.mirror, self._embedder.model_id)
+                self._snapshot_key = tables.save_snapshot(self.mirror, self._embedder.model_id)
+                lexical.save_state(self._state_dir, self.mirror.lexical_state())
         except IndexError_ as exc:  # derived: the next open reads the table
             log.warning("%s", exc)
             snapshot.discard(self._state_dir)

@@ -144,18 +144,26 @@ class NoteTables:
         return 0 if stats is None else int(stats.num_unindexed_rows)
 
     def reopen(self) -> None:
-        """A fresh connection and table handles (a handle keeps every index version it saw)."""
+        """A fresh connection and table handles, after maintenance.
+
+        A LanceDB handle keeps every index version it has seen open, with its caches: one file
+        descriptor per index rebuild and a steadily growing RSS in a long-running daemon (found by
+        the soak test). Reopening lets them go; a search still running on the old handle keeps it
+        until it finishes.
+        """
         db = run_async(lancedb.connect_async(str(self.folder / "lancedb")))
         notes, embeddings = (run_async(db.open_table(name)) for name in TABLES)
         self.db, self.notes, self._cache.table = db, notes, embeddings
 
-    def save_snapshot(self, mirror: NoteMirror, model_id: str) -> None:
+    def save_snapshot(self, mirror: NoteMirror, model_id: str) -> snapshot.Key | None:
         """Save what ``mirror`` holds as the snapshot of this folder's notes table, unless the
-        table's row count says another process wrote to it meanwhile (then remove the old one)."""
+        table's row count says another process wrote to it meanwhile (then remove the old one);
+        the table's key it was saved for, or None."""
         rows, unindexed = self.count(), self.unindexed_rows()
         key = snapshot.table_key(self.folder)
         if key is None or rows != len(mirror):
             snapshot.discard(self.folder)
-            return
+            return None
         records, vectors, chunks = mirror.export()
-        snapshot.save(self.folder, key, model_id, records, vectors, chunks, unindexed=unindexed)
+        saved = snapshot.save(self.folder, key, model_id, records, vectors, chunks, unindexed=unindexed)
+        return key if saved else None
