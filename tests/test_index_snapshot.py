@@ -205,7 +205,7 @@ def test_another_process_writing_meanwhile_keeps_a_stale_mirror_out_of_the_snaps
         index.close()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped header"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped header", "flipped vector"])
 def test_a_damaged_snapshot_is_ignored_and_the_table_read(tmp_path: Path, damage: str) -> None:
     folder = tmp_path / "state"
     records, found = built(folder)
@@ -217,6 +217,8 @@ def test_a_damaged_snapshot_is_ignored_and_the_table_read(tmp_path: Path, damage
         raw = bytearray(os.urandom(len(raw)))
     elif damage == "empty":
         raw = bytearray()
+    elif damage == "flipped vector":  # the vectors are the file's last bytes (no long notes here)
+        raw[-10] ^= 0x40
     else:
         raw[60] ^= 0xFF
     path.write_bytes(bytes(raw))
@@ -320,3 +322,59 @@ def test_a_cli_search_after_a_clean_close_never_imports_lancedb(tmp_path: Path) 
     assert json.loads(first_modules)["lancedb"]  # the first search builds the index
     assert json.loads(second_modules) == {"lancedb": False, "pyarrow": False}
     assert second_answer == first_answer and "8443" in "".join(second_answer)
+
+
+def test_doctor_reads_the_tables_and_writes_nothing_to_the_index(tmp_path: Path) -> None:
+    """``vaultmem doctor`` reads only: its probe opens the tables, but its close neither folds rows
+    nor saves a snapshot (a CLI subprocess, as a person runs it)."""
+    from vaultmem.config import Settings
+    from vaultmem.index import location
+
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli = [sys.executable, "-m", "vaultmem.cli"]
+    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*cli, "append", "--vault", str(vault), "--kind", "reference", "the ledger queue drains at midnight"],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    subprocess.run(
+        [*cli, "search", "--vault", str(vault), "ledger"], env=env, check=True, capture_output=True
+    )
+    folder = location.current(Settings.resolve(vault).state_dir)
+    snapshot.discard(folder)  # so the tables must be read, and a close that saves would save one
+    before = snapshot.table_key(folder)
+    done = subprocess.run([*cli, "doctor", "--vault", str(vault)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (folder / snapshot.FILE).exists()
+    assert snapshot.table_key(folder) == before
+
+
+@pytest.mark.parametrize(
+    "name", ["index/mirror.snapshot", "index/lexical.state", "catalog.cache", "index/index.json"]
+)
+def test_a_pipe_in_place_of_a_state_file_never_hangs_a_command(tmp_path: Path, name: str) -> None:
+    """A named pipe where a state file should be: the CLI search answers (a plain open would block)."""
+    from vaultmem.config import Settings
+
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli = [sys.executable, "-m", "vaultmem.cli"]
+    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*cli, "append", "--vault", str(vault), "--kind", "reference", "the ledger queue drains at midnight"],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    subprocess.run(
+        [*cli, "search", "--vault", str(vault), "ledger"], env=env, check=True, capture_output=True
+    )
+    target = Settings.resolve(vault).state_dir / name
+    assert target.exists()
+    target.unlink()
+    os.mkfifo(target)
+    done = subprocess.run(
+        [*cli, "search", "--vault", str(vault), "ledger"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "ledger queue" in done.stdout, done.stderr
+    if name.endswith("index.json"):  # the index's own record: the index is rebuilt, and says so
+        assert "named pipe" in done.stderr and "rebuilding it from the vault" in done.stderr

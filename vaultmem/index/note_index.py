@@ -75,6 +75,7 @@ class NoteIndex:
         calibration: RelevanceCalibration | None = None,
         maintenance_threshold: int = 32,
         quiet_snapshot_s: float = QUIET_SNAPSHOT_S,
+        saves_snapshot: bool = True,
         follow: Path | None = None,
     ) -> None:
         """Open (creating if needed) the index under ``state_dir``.
@@ -114,8 +115,9 @@ class NoteIndex:
         #: The id index's lag the adopted snapshot recorded (None: the table was read).
         self._snapshot_unindexed: int | None = None
         #: The notes table's key (:func:`snapshot.table_key`) the snapshot on disk was saved for:
-        #: while the table still has it, there is nothing to save.
+        #: while the table still has it, there is nothing to save (nor with ``saves_snapshot`` off).
         self._snapshot_key: snapshot.Key | None = None
+        self._saves_snapshot = saves_snapshot
         self.mirror = NoteMirror(self._dim)
         self.timeline = Timeline()
         config = fusion or FusionConfig()
@@ -582,7 +584,7 @@ class NoteIndex:
         snapshot on disk still describes the table (or the tables were never opened): at close,
         and once writes have paused a while (maintenance), so a start after a crash reads none."""
         tables = self._tables
-        if tables is None or self.needs_rebuild():
+        if tables is None or self.needs_rebuild() or not self._saves_snapshot:
             return
         try:
             with self.apply_lock, lance_errors("save its snapshot"):

@@ -92,4 +92,7 @@ def open_existing_index(settings: Settings) -> NoteIndex | None:
     folder = location.current(settings.state_dir)
     if not folder.exists():
         return None
-    return NoteIndex(folder, embedder_for(settings), calibration=calibration_for(settings))
+    # doctor reads only: the tables its probe opens are neither folded nor saved as a snapshot
+    return NoteIndex(
+        folder, embedder_for(settings), calibration=calibration_for(settings), saves_snapshot=False
+    )

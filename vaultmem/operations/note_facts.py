@@ -26,7 +26,7 @@ from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.catalog import Entry, read_note
 from vaultmem.vault.layout import VaultLayout
-from vaultmem.vault.statefile import marshal_state, unmarshal_state
+from vaultmem.vault.statefile import marshal_state, read_whole, unmarshal_state
 
 __all__ = ["FILE", "FactCache", "NoteFacts", "facts_of"]
 
@@ -112,7 +112,7 @@ class FactCache:
     def _read(self) -> Iterable[tuple[Version, NoteFacts]]:
         assert self._file is not None
         try:
-            data = unmarshal_state(self._file.read_bytes())
+            data = unmarshal_state(read_whole(self._file))
         except FileNotFoundError:
             return []
         except (OSError, ValueError, EOFError, TypeError) as exc:

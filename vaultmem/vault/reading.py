@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 #: What a file that is not a regular file is, for the report.
 _KINDS = (
@@ -87,6 +88,29 @@ def read_regular(path: Path | str, limit: int | None = None) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened to read (binary, buffered) without blocking; :class:`NotARegularFile` for a
+    pipe, socket, device or folder, as :func:`read_regular` says."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        try:  # a socket cannot be opened at all (ENXIO): say what it is
+            kind = kind_of(Path(path).stat().st_mode)
+        except OSError:
+            kind = None
+        if kind is not None:
+            raise NotARegularFile(kind) from exc
+        raise
+    try:
+        kind = kind_of(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise NotARegularFile(kind)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_regular_text(path: Path | str, limit: int | None = None) -> str:
