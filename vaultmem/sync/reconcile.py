@@ -133,11 +133,6 @@ def reconcile_paths(
     report = ReconcileReport(malformed={p: catalog.problems[p] for p in paths if p in catalog.problems})
     entries = {p: e for p in paths if (e := catalog.by_path(p)) is not None}
     wanted = {p: e.content_hash for p, e in entries.items()}
-    # A row of one of these paths under another id (the id in the file was edited) goes.
-    moved = [
-        r.id for r in index.records_for_paths(list(entries)) if r.id != index_id(entries[r.path], catalog)
-    ]
-    index.delete_ids(moved)
     indexed = index.path_hashes_for(paths)
     _bring_up_to_date(layout, catalog, index, wanted, indexed, report, batch, None, edges, False)
     return report
@@ -164,6 +159,13 @@ def _bring_up_to_date(
             progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
 
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
+    # A row of a changed path under another id goes (its id was edited: a person's hand, or a
+    # sync round's merge); the row under the id the file has now is written below.
+    entries = {p: e for p in stale if p in indexed and (e := catalog.by_path(p)) is not None}
+    if entries:
+        index.delete_ids(
+            r.id for r in index.records_for_paths(list(entries)) if r.id != index_id(entries[r.path], catalog)
+        )
     stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     gone = [p for p in indexed if p not in wanted]
     report.unchanged = len(wanted) - len(stale)

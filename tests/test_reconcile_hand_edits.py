@@ -1,0 +1,38 @@
+"""A person's edits made while nothing runs, as the next command's reconcile sees them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_an_id_edited_by_hand_leaves_no_row_under_the_old_id(tmp_path: Path) -> None:
+    """The whole-vault reconcile (a CLI search after the edit) drops the row of the old id: a
+    search used to answer with both, the old id a ghost no tool could open."""
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli = [sys.executable, "-m", "vaultmem.cli"]
+
+    def run(*args: str) -> str:
+        done = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    run("init", str(vault))
+    old = json.loads(
+        run("append", "--vault", str(vault), "--kind", "reference", "--json", "the kiln fires at noon")
+    )
+    assert [
+        r["id"] for r in json.loads(run("search", "--vault", str(vault), "--json", "kiln"))["results"]
+    ] == [old["id"]]
+    note = next(vault.rglob("the-kiln-fires-at-noon.md"))
+    new_id = "0190b000-0000-7000-8000-00000000beef"
+    text = note.read_text(encoding="utf-8")
+    assert f"id: {old['id']}" in text
+    note.write_text(text.replace(f"id: {old['id']}", f"id: {new_id}"), encoding="utf-8")
+    found = json.loads(run("search", "--vault", str(vault), "--json", "kiln"))["results"]
+    assert [r["id"] for r in found] == [new_id]
+    assert json.loads(run("search", "--vault", str(vault), "--json", old["id"][:13]))["results"] == []
