@@ -56,38 +56,15 @@ def read_regular(path: Path | str, limit: int | None = None) -> bytes:
     to what it names), :class:`FileTooLarge` when ``limit`` is given and the file is larger, and
     ``OSError`` for anything the system refuses (gone, permission denied).
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        try:  # a socket cannot be opened at all (ENXIO): say what it is
-            kind = kind_of(Path(path).stat().st_mode)
-        except OSError:
-            kind = None
-        if kind is not None:
-            raise NotARegularFile(kind) from exc
-        raise
-    try:
-        st = os.fstat(fd)
-        kind = kind_of(st.st_mode)
-        if kind is not None:
-            raise NotARegularFile(kind)
-        if limit is not None and st.st_size > limit:
-            raise FileTooLarge(st.st_size)
-        chunks: list[bytes] = []
-        remaining = limit + 1 if limit is not None else None  # one more: a file that grew is caught
-        while remaining is None or remaining > 0:
-            chunk = os.read(fd, 1 << 20 if remaining is None else min(1 << 20, remaining))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if remaining is not None:
-                remaining -= len(chunk)
-        data = b"".join(chunks)
+    with open_regular(path) as f:
+        if limit is not None:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise FileTooLarge(size)
+        data: bytes = f.read() if limit is None else f.read(limit + 1)  # one more: a file that grew
         if limit is not None and len(data) > limit:
             raise FileTooLarge(len(data))
         return data
-    finally:
-        os.close(fd)
 
 
 def open_regular(path: Path | str) -> BinaryIO:
