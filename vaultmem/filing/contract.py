@@ -7,9 +7,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import CONTRACT_FILE, memory_home
 from vaultmem.errors import ContractError, MalformedNote
@@ -22,8 +20,14 @@ from vaultmem.vault.layout import IGNORED_DIRS
 VAULT_CONTRACT = CONTRACT_FILE
 
 
+if TYPE_CHECKING:
+    import jsonschema
+
+
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # ~45 ms: only a process that validates a contract pays for it
+
     schema = json.loads(contract_schema().read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
