@@ -1,9 +1,10 @@
-"""The notes table as the mirror held it, saved at close so the next open reads no LanceDB at all.
+"""The notes table as the mirror held it, saved so that the next open reads no LanceDB at all.
 
 Opening an index used to read every row of the LanceDB notes table (records, vectors, chunks) into
 the mirror, and to import ``lancedb`` and ``pyarrow`` to do it: at 100k notes ~1.3 s of reading and
 ~0.5 s of imports, at 10k ~0.7 s together, before the first search could be answered. A clean close
-now writes what the mirror holds to ``mirror.snapshot`` in the index folder, and an open whose
+(and a pause in the writes: ``maintenance.QUIET_SNAPSHOT_S``) now writes what the mirror holds to
+``mirror.snapshot`` in the index folder, and an open whose
 snapshot still describes the table adopts it instead: the index answers searches from memory, and
 LanceDB is imported and its tables opened only when the index first writes (or is probed).
 
