@@ -89,13 +89,13 @@ def test_only_changed_notes_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyP
     root, _ = init_vault(tmp_path / "vault")
     leaky, _ = handmade(root)
     reads: list[str] = []
-    real = note_facts.read_note
+    real = note_facts.read_note_and_hash
 
     def counting(layout: object, rel: str) -> object:
         reads.append(rel)
         return real(layout, rel)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(note_facts, "read_note", counting)
+    monkeypatch.setattr(note_facts, "read_note_and_hash", counting)
     settings = Settings.resolve(root)
     diagnose_vault(settings)
     assert sorted(reads) == ["notes/deploy.md", "notes/plain.md"]
@@ -118,10 +118,49 @@ def test_the_daemons_health_check_and_the_cli_share_the_cache(
     handmade(root)
     first = doctor(root)
     reads: list[str] = []
-    real = note_facts.read_note
-    monkeypatch.setattr(note_facts, "read_note", lambda layout, rel: reads.append(rel) or real(layout, rel))
+    real = note_facts.read_note_and_hash
+    monkeypatch.setattr(
+        note_facts, "read_note_and_hash", lambda layout, rel: reads.append(rel) or real(layout, rel)
+    )
     with running_daemon(root, tmp_path / "token") as daemon:
         health = Wire(daemon).ok("memory_status", action="health", include_details=True)["item"]
     check = next(c for c in health["checks"] if c["name"] == "secrets_in_notes")
     assert [d["path"] for d in check["details"]] == [s["path"] for s in first["secrets"]]  # type: ignore[union-attr]
     assert reads == []
+
+
+def test_a_secret_pasted_under_a_restored_mtime_and_size_is_still_found(tmp_path: Path) -> None:
+    """The catalog trusts mtime and size; doctor's check goes by the file's bytes, so an edit that
+    keeps both (a tool that restores the mtime) cannot hide a secret behind the cache."""
+    import random
+
+    root, _ = init_vault(tmp_path / "vault")
+    notes = root / "notes"
+    notes.mkdir()
+    note = notes / "pad.md"
+    secret = SECRET(random.Random(8)).text
+    filler = "x" * len(secret)
+    note.write_text(f"Padding: {filler}\n", encoding="utf-8")
+    assert doctor(root)["secrets"] == []
+    st = note.stat()
+    note.write_text(f"Padding: {secret}\n", encoding="utf-8")
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert note.stat().st_size == st.st_size and note.stat().st_mtime_ns == st.st_mtime_ns
+    assert [s["path"] for s in doctor(root)["secrets"]] == ["notes/pad.md"]  # type: ignore[index]
+
+
+def test_a_cache_written_whole_but_of_another_shape_is_ignored(tmp_path: Path) -> None:
+    """The checksum says the file was written whole, not by whom: rows of the wrong shape (a link
+    row of two fields, a number for a target) are refused, not reported or crashed on."""
+    from vaultmem.vault.statefile import marshal_state, unmarshal_state
+
+    root, _ = init_vault(tmp_path / "vault")
+    handmade(root)
+    first = doctor(root)
+    cache = Settings.resolve(root).state_dir / FILE
+    fmt, key, rows = unmarshal_state(cache.read_bytes())  # type: ignore[misc]
+    for bad in ((("related", "t"),), (("related", 5, None),)):
+        forged = tuple((path, content_hash, found, bad) for path, content_hash, found, _ in rows)
+        cache.write_bytes(marshal_state((fmt, key, forged)))
+        again = doctor(root)
+        assert again["secrets"] == first["secrets"] and again["dangling_links"] == first["dangling_links"]

@@ -11,7 +11,7 @@ from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import VaultError
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
-from vaultmem.vault.catalog import Catalog, Entry
+from vaultmem.vault.catalog import Catalog, Entry, file_hash
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 from vaultmem.vault.reading import shown
@@ -85,7 +85,7 @@ def diagnose(
     repo: GitRepo,
     facts: FactCache | None = None,
 ) -> DoctorReport:
-    """The report; each note's file is read only when ``facts`` does not know its content."""
+    """The report; each note's file is hashed, and parsed only when ``facts`` does not know it."""
     report = DoctorReport()
     seen: dict[tuple[str, str], NoteFacts] = {}
     entries = list(catalog.entries())
@@ -103,9 +103,13 @@ def diagnose(
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()
     for entry in entries:
-        version = (entry.path, entry.content_hash)
-        known = facts.get(version) if facts is not None else None
-        found = seen[version] = known if known is not None else facts_of(layout, entry)
+        # By the file's bytes now, not the catalog's hash: the catalog trusts mtime and size, and a
+        # secret pasted under a restored mtime must still be found (hashing is cheap, parsing not).
+        current = file_hash(layout.root / entry.path)
+        known = facts.get((entry.path, current)) if facts is not None and current is not None else None
+        if known is None or current is None:
+            known, current = facts_of(layout, entry)
+        found = seen[(entry.path, current)] = known
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
         for key, target, made_for in found.property_links:
             in_properties.add((entry.path, target))

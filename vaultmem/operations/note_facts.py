@@ -15,16 +15,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vaultmem import __version__, safe_yaml
 from vaultmem.filing import _secret_rules, secrets
 from vaultmem.filing.secrets import Finding, scan_note_text
-from vaultmem.notes import links
+from vaultmem.notes import frontmatter, links
 from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.catalog import Entry, read_note
+from vaultmem.vault.catalog import Entry, read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.statefile import marshal_state, read_whole, unmarshal_state
 
@@ -48,11 +50,11 @@ class NoteFacts:
     property_links: tuple[tuple[str, str, str | None], ...]
 
 
-def facts_of(layout: VaultLayout, entry: Entry) -> NoteFacts:
-    """Read the note of ``entry`` and find its facts."""
-    note = read_note(layout, entry.path)
+def facts_of(layout: VaultLayout, entry: Entry) -> tuple[NoteFacts, str]:
+    """Read the note of ``entry`` and find its facts; with the sha256 of the bytes read."""
+    note, content_hash = read_note_and_hash(layout, entry.path)
     if note.text is None:
-        return NoteFacts((), ())
+        return NoteFacts((), ()), content_hash
     found = tuple(scan_note_text(note.text.render(), entry.path))
     meta = note.text.meta
     recorded = recorded_targets(meta)
@@ -61,14 +63,15 @@ def facts_of(layout: VaultLayout, entry: Entry) -> NoteFacts:
         for key, value in meta.items()
         for target in wikilink_targets(value)
     )
-    return NoteFacts(found, targets)
+    return NoteFacts(found, targets), content_hash
 
 
 @functools.cache
 def _rules_key() -> str:
-    """The sources of what finds the facts: a cache written by other rules is not trusted."""
-    digest = hashlib.sha256()
-    for module in (_secret_rules, secrets, links):
+    """The version and the sources of what finds the facts: a cache written by another version or
+    other rules (the secret rules, link and frontmatter parsing, this module) is not trusted."""
+    digest = hashlib.sha256(__version__.encode())
+    for module in (_secret_rules, secrets, links, frontmatter, safe_yaml, sys.modules[__name__]):
         source = module.__file__
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.hexdigest()
@@ -120,14 +123,40 @@ class FactCache:
             return []
         if not (isinstance(data, tuple) and len(data) == 3 and data[:2] == (_FORMAT, _rules_key())):
             return []
-        try:
-            return [
-                ((path, content_hash), NoteFacts(tuple(Finding(*f) for f in found), tuple(targets)))
-                for path, content_hash, found, targets in data[2]
-            ]
-        except (TypeError, ValueError) as exc:
-            log.info("ignoring the health cache %s (%s)", self._file, exc)
+        rows = data[2]
+        if not (isinstance(rows, tuple) and all(map(_is_row, rows))):
+            log.info("ignoring the health cache %s (rows of another shape)", self._file)
             return []
+        return [
+            ((path, content_hash), NoteFacts(tuple(Finding(*f) for f in found), targets))
+            for path, content_hash, found, targets in rows
+        ]
+
+
+def _is_row(row: object) -> bool:
+    """Whether a cache row has the shape :meth:`FactCache.save` writes (the file's checksum says it
+    was written whole, not by whom: a row of the wrong shape must not reach the report)."""
+    if not (isinstance(row, tuple) and len(row) == 4):
+        return False
+    path, content_hash, found, targets = row
+    return (
+        isinstance(path, str)
+        and isinstance(content_hash, str)
+        and isinstance(found, tuple)
+        and all(
+            isinstance(f, tuple) and len(f) == 6 and all(map(isinstance, f, _FINDING_TYPES))
+            for f in found
+        )
+        and isinstance(targets, tuple)
+        and all(
+            isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
+            and (t[2] is None or isinstance(t[2], str))
+            for t in targets
+        )
+    )  # fmt: skip
+
+
+_FINDING_TYPES = (str, str, int, int, int, int)
 
 
 def _finding_row(f: Finding) -> tuple[str, str, int, int, int, int]:
