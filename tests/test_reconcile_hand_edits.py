@@ -36,3 +36,35 @@ def test_an_id_edited_by_hand_leaves_no_row_under_the_old_id(tmp_path: Path) -> 
     found = json.loads(run("search", "--vault", str(vault), "--json", "kiln"))["results"]
     assert [r["id"] for r in found] == [new_id]
     assert json.loads(run("search", "--vault", str(vault), "--json", old["id"][:13]))["results"] == []
+
+
+def test_copies_made_by_hand_while_nothing_runs_never_take_the_originals_id(tmp_path: Path) -> None:
+    """Copies of a note made with its id while nothing ran, whatever the folder's listing order:
+    the original, unchanged since it was read, keeps its id (the watcher's rule), and each copy is
+    reported and searchable under an id of its own."""
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli = [sys.executable, "-m", "vaultmem.cli"]
+
+    def run(*args: str, ok: bool = True) -> str:
+        done = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert not ok or done.returncode == 0, done.stderr
+        return done.stdout
+
+    run("init", str(vault))
+    note = json.loads(
+        run("append", "--vault", str(vault), "--kind", "reference", "--json", "the kiln fires at noon")
+    )
+    run("search", "--vault", str(vault), "kiln")  # the catalog and the index know the original
+    original = next(vault.rglob("the-kiln-fires-at-noon.md"))
+    for name in ("a-copy", "b-copy", "zz-copy", "kiln-copy", "0-copy", "the-kiln-copy"):
+        (original.parent / f"{name}.md").write_bytes(original.read_bytes())
+    found = json.loads(run("search", "--vault", str(vault), "--json", note["id"]))["results"]
+    assert [(r["id"], r["slug"]) for r in found] == [(note["id"], "the-kiln-fires-at-noon")]
+    hits = json.loads(run("search", "--vault", str(vault), "--json", "--limit", "20", "kiln fires noon"))[
+        "results"
+    ]
+    assert len(hits) == 7 and len({r["id"] for r in hits}) == 7  # every copy searchable, none under the id
+    report = json.loads(run("doctor", "--vault", str(vault), "--json", ok=False))
+    assert original.name not in " ".join(report["malformed"])  # the copies are the ones reported
+    assert report["index_missing"] == []

@@ -19,7 +19,6 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
-from pathlib import Path
 from typing import Any, NamedTuple, overload
 
 from vaultmem.errors import InvalidInput, MalformedNote
@@ -181,14 +180,6 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
     return note_from_text(text, rel), hashlib.sha256(raw).hexdigest()
 
 
-def file_hash(path: Path) -> str | None:
-    """sha256 of a file's bytes now; None when it cannot be read (gone, say, or not a file)."""
-    try:
-        return hashlib.sha256(read_regular(path)).hexdigest()
-    except OSError:
-        return None
-
-
 class Catalog:
     """Every note's owned keys, with the lookups the write path needs. Thread-safe."""
 
@@ -218,11 +209,19 @@ class Catalog:
         parsed = 0
         with self._lock:
             self._clear()
+            changed, same = [], set()
             for rel, st in self.layout.iter_note_paths(self.skipped, temp_files):
                 old = cached.get(rel)
                 if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
-                    self._add(old)
-                    continue
+                    same.add(rel)
+                else:
+                    changed.append(rel)
+            # Unchanged files first, in the cache's order (ids' holders first: save_cache): a file
+            # that held an id keeps it against a copy or edit made while nothing ran, whatever the
+            # folders' order, as the watcher decides.
+            for entry in (old for rel, old in cached.items() if rel in same):
+                self._add(entry)
+            for rel in changed:
                 parsed += 1
                 self.refresh(rel)
             seen = len(self._by_path) + len(self.problems)
@@ -511,8 +510,9 @@ class Catalog:
             return {}
 
     def save_cache(self) -> None:
-        with self._lock:
-            entries = list(self._by_path.values())
+        with self._lock:  # the holders of ids first: the next scan adds them first (see scan)
+            holders = set(self._by_id.values())
+            entries = sorted(self._by_path.values(), key=lambda e: e.path not in holders)
         columns: list[tuple[Any, ...]] = (
             list(zip(*entries, strict=True)) if entries else [() for _ in _FIELDS]
         )

@@ -11,6 +11,7 @@ given number of bytes. Anything else is skipped and reported, never read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -88,6 +89,14 @@ def open_regular(path: Path | str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def file_hash(path: Path) -> str | None:
+    """sha256 of a file's bytes now; None when it cannot be read (gone, say, or not a file)."""
+    try:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except OSError:
+        return None
 
 
 def read_regular_text(path: Path | str, limit: int | None = None) -> str:

@@ -28,13 +28,14 @@ from vaultmem.errors import GitLocked, VaultmemError
 from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import remove_files
-from vaultmem.vault.catalog import Catalog, file_hash
+from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
 from vaultmem.vault.merge_state import recover_at_start
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
+from vaultmem.vault.reading import file_hash
 from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
 
 log = logging.getLogger(__name__)
