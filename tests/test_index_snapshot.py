@@ -25,6 +25,7 @@ from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.records import NoteRecord, SearchFilters
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "vaultmem.cli"]
 WORDS = ["billing", "port", "staging", "deploy", "friday", "cache", "tea", "rain", "ledger", "queue"]
 
 
@@ -44,6 +45,26 @@ def record(n: int, rng: random.Random, text: str | None = None) -> NoteRecord:
         updated="2025-01-01T10:00:00+00:00",
         session=rng.choice([None, "s1", "s2"]),
     )
+
+
+def cli(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``vaultmem ARGS`` as a subprocess (``check``: it must succeed)."""
+    done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert not check or done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def cli_vault(tmp_path: Path, *texts: str, search: str | None = None) -> tuple[Path, dict[str, str]]:
+    """A vault made through the CLI (fake embedder, home under ``tmp_path``): ``init``, an append
+    per text, then, with ``search``, one search (which builds the index and saves its snapshot)."""
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli(env, "init", str(vault))
+    for text in texts:
+        cli(env, "append", "--vault", str(vault), "--kind", "reference", text)
+    if search is not None:
+        cli(env, "search", "--vault", str(vault), search)
+    return vault, env
 
 
 def answers(index: NoteIndex, query: str = "billing port staging") -> list[tuple[str, float]]:
@@ -290,15 +311,9 @@ def test_the_key_changes_with_every_commit(tmp_path: Path) -> None:
 
 def test_a_cli_search_after_a_clean_close_never_imports_lancedb(tmp_path: Path) -> None:
     """The CLI as a user runs it, twice: the second search answers the same without LanceDB."""
-    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    vault = tmp_path / "vault"
-    cli = [sys.executable, "-m", "vaultmem.cli"]
-    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True, timeout=120)
-    for text in ("the billing port in staging is 8443", "deploys happen on friday", "tea at four"):
-        subprocess.run(
-            [*cli, "append", "--vault", str(vault), "--kind", "reference", text],
-            env=env, check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+    vault, env = cli_vault(
+        tmp_path, "the billing port in staging is 8443", "deploys happen on friday", "tea at four"
+    )
     probe = textwrap.dedent(
         """
         import json, sys
@@ -330,22 +345,11 @@ def test_doctor_reads_the_tables_and_writes_nothing_to_the_index(tmp_path: Path)
     from vaultmem.config import Settings
     from vaultmem.index import location
 
-    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    vault = tmp_path / "vault"
-    cli = [sys.executable, "-m", "vaultmem.cli"]
-    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True, timeout=120)
-    subprocess.run(
-        [*cli, "append", "--vault", str(vault), "--kind", "reference", "the ledger queue drains at midnight"],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    subprocess.run(
-        [*cli, "search", "--vault", str(vault), "ledger"], env=env, check=True, capture_output=True
-    )
+    vault, env = cli_vault(tmp_path, "the ledger queue drains at midnight", search="ledger")
     folder = location.current(Settings.resolve(vault).state_dir)
     snapshot.discard(folder)  # so the tables must be read, and a close that saves would save one
     before = snapshot.table_key(folder)
-    done = subprocess.run([*cli, "doctor", "--vault", str(vault)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    cli(env, "doctor", "--vault", str(vault))
     assert not (folder / snapshot.FILE).exists()
     assert snapshot.table_key(folder) == before
 
@@ -357,24 +361,28 @@ def test_a_pipe_in_place_of_a_state_file_never_hangs_a_command(tmp_path: Path, n
     """A named pipe where a state file should be: the CLI search answers (a plain open would block)."""
     from vaultmem.config import Settings
 
-    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    vault = tmp_path / "vault"
-    cli = [sys.executable, "-m", "vaultmem.cli"]
-    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True, timeout=120)
-    subprocess.run(
-        [*cli, "append", "--vault", str(vault), "--kind", "reference", "the ledger queue drains at midnight"],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    subprocess.run(
-        [*cli, "search", "--vault", str(vault), "ledger"], env=env, check=True, capture_output=True
-    )
+    vault, env = cli_vault(tmp_path, "the ledger queue drains at midnight", search="ledger")
     target = Settings.resolve(vault).state_dir / name
     assert target.exists()
     target.unlink()
     os.mkfifo(target)
-    done = subprocess.run(
-        [*cli, "search", "--vault", str(vault), "ledger"], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0 and "ledger queue" in done.stdout, done.stderr
+    done = cli(env, "search", "--vault", str(vault), "ledger")  # within its timeout
+    assert "ledger queue" in done.stdout
     if name.endswith("index.json"):  # the index's own record: the index is rebuilt, and says so
         assert "named pipe" in done.stderr and "rebuilding it from the vault" in done.stderr
+
+
+def test_doctor_reports_tables_it_cannot_read_though_the_snapshot_answers(tmp_path: Path) -> None:
+    """Damage to the tables, made while nothing ran: ``vaultmem doctor`` reports it
+    (``index_unreadable``, exit 1) instead of failing, and the next search rebuilds the index."""
+    from vaultmem.config import Settings
+    from vaultmem.index import location
+
+    vault, env = cli_vault(tmp_path, "the ledger queue drains at midnight", search="ledger")
+    data = location.current(Settings.resolve(vault).state_dir) / "lancedb" / "notes.lance" / "data"
+    for part in data.iterdir():
+        part.write_bytes(b"")  # a data file lost to a crash of the disk, say
+    done = cli(env, "doctor", "--vault", str(vault), "--json", check=False)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["index_unreadable"] and not report["ok"]
+    assert "ledger queue" in cli(env, "search", "--vault", str(vault), "ledger").stdout

@@ -47,7 +47,8 @@ from vaultmem.index.bm25 import (
 )
 from vaultmem.index.records import NoteRecord, lexical_fields
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.statefile import marshal_state, read_whole, unmarshal_state
+from vaultmem.vault.reading import read_regular
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 __all__ = ["STATE_FILE", "LexicalIndex", "read_state", "save_state", "state_key"]
 
@@ -67,7 +68,7 @@ def read_state(folder: Path) -> object:
     none or they cannot be read: they are then built from the notes)."""
     path = folder / STATE_FILE
     try:
-        return unmarshal_state(read_whole(path))
+        return unmarshal_state(read_regular(path))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, EOFError, TypeError) as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from vaultmem.errors import IndexError_
 from vaultmem.index.embedder import Embedder
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.statefile import read_whole
+from vaultmem.vault.reading import read_regular
 
 __all__ = ["LAYOUT_VERSION", "IndexMeta"]
 
@@ -35,7 +35,7 @@ class IndexMeta:
     def read(cls, state_dir: Path) -> IndexMeta:
         path = state_dir / "index.json"
         try:
-            loaded: dict[str, Any] = json.loads(read_whole(path).decode("utf-8"))
+            loaded: dict[str, Any] = json.loads(read_regular(path).decode("utf-8"))
         except FileNotFoundError:
             return cls(path)
         except (OSError, ValueError) as exc:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
-from vaultmem.errors import VaultError
+from vaultmem.errors import IndexError_, VaultError
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
 from vaultmem.vault.catalog import Catalog, Entry
@@ -149,7 +149,12 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
     catalog.scan()
     from vaultmem.index.opening import open_existing_index
 
-    index = open_existing_index(settings)
+    try:
+        index = open_existing_index(settings)
+    except IndexError_ as exc:  # reported, not raised: doctor reads only (the next open rebuilds it)
+        report = diagnose(layout, catalog, None, repo, FactCache(layout.state_dir))
+        report.index_exists, report.index_unreadable = True, str(exc)
+        return report
     try:
         report = diagnose(layout, catalog, index, repo, FactCache(layout.state_dir))
         if index is not None:  # its tables too, which an index opened from its snapshot has not read

@@ -28,7 +28,8 @@ from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.catalog import Entry, read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
-from vaultmem.vault.statefile import marshal_state, read_whole, unmarshal_state
+from vaultmem.vault.reading import read_regular
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 __all__ = ["FILE", "FactCache", "NoteFacts", "facts_of"]
 
@@ -115,7 +116,7 @@ class FactCache:
     def _read(self) -> Iterable[tuple[Version, NoteFacts]]:
         assert self._file is not None
         try:
-            data = unmarshal_state(read_whole(self._file))
+            data = unmarshal_state(read_regular(self._file))
         except FileNotFoundError:
             return []
         except (OSError, ValueError, EOFError, TypeError) as exc:

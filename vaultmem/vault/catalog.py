@@ -35,7 +35,7 @@ from vaultmem.vault.layout import (
 )
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
-from vaultmem.vault.statefile import marshal_state, read_whole, unmarshal_state
+from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 8
@@ -495,7 +495,7 @@ class Catalog:
         ``marshal`` (:func:`marshal_state`): read ~5x faster than JSON, strings back interned and
         tuples as tuples. A damaged or foreign cache, or another layout's, is ignored."""
         try:
-            data = unmarshal_state(read_whole(self._cache_file))
+            data = unmarshal_state(read_regular(self._cache_file))
             if not isinstance(data, tuple) or len(data) != 3 or data[:2] != (CACHE_VERSION, ENTRY_FIELDS):
                 return {}
             columns = data[2]

@@ -17,18 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.reading import open_regular
+from vaultmem.vault.reading import read_regular
 
 log = logging.getLogger(__name__)
-
-
-def read_whole(path: Path) -> bytes:
-    """The bytes of the state file ``path`` in one read; :class:`~vaultmem.vault.reading.NotARegularFile`
-    (an OSError) when a pipe or another non-file stands in its place, which a plain read would
-    block on forever."""
-    with open_regular(path) as f:
-        data: bytes = f.read()
-        return data
 
 
 def read_state(path: Path, version: int, lost: str) -> dict[str, Any] | None:
@@ -37,7 +28,7 @@ def read_state(path: Path, version: int, lost: str) -> dict[str, Any] | None:
     ``lost`` says what starting afresh costs ("primers are earned again"), for the warning.
     """
     try:
-        data = json.loads(read_whole(path).decode("utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
