@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import sys
+import threading
 from pathlib import Path
 
 from layers import parts, sync_path
@@ -108,3 +110,44 @@ def test_a_conflict_copys_links_do_not_replace_its_originals_edges(vault: Path) 
         assert targets and A_ID not in targets  # a link to the copy names the copy, not its original
     finally:
         runtime.close()
+
+
+def test_a_reader_never_sees_a_note_without_its_edges_while_a_rename_re_resolves_them(vault: Path) -> None:
+    """A rename re-resolves the links that name the renamed note (the notes naming it get their
+    edges recomputed). A graph read on another thread meanwhile (an agent's recall `get` while the
+    watcher handles the rename) sees the edges before or after, never none: the test the
+    rename-outside-Obsidian end-to-end test (test_link_resolution.py) caught only now and then."""
+    semantic = vault / "memory" / "semantic"
+    linked = A.replace(  # as vaultmem writes a link: the target's id recorded beside its name
+        "title: Cache policy\n",
+        f"title: Cache policy\nlink_targets:\n  supports/ttl-defaults: {B_ID}\n  related/memory/semantic/ttl-defaults: {B_ID}\n",
+    )
+    (semantic / "cache-policy.md").write_text(linked, encoding="utf-8")
+    (semantic / "ttl-defaults.md").write_text(B, encoding="utf-8")
+    runtime = open_runtime(vault)
+    graph = parts(runtime).graph
+    assert len(graph.outgoing(A_ID)) == 2
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.append(len(graph.outgoing(A_ID)))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        names = ["ttl-defaults.md", "ttl-moved.md"]
+        for turn in range(40):
+            old, new = names[turn % 2], names[(turn + 1) % 2]
+            (semantic / old).rename(semantic / new)
+            for rel in (f"memory/semantic/{new}", f"memory/semantic/{old}"):
+                sync_path(runtime, rel)
+    finally:
+        stop.set()
+        reader.join()
+        sys.setswitchinterval(interval)
+        runtime.close()
+    assert seen and set(seen) == {2}, sorted(set(seen))

@@ -301,13 +301,27 @@ class EdgeGraph:
                 del self._mentions[name]
 
     def _set(self, source_id: str, edges: list[Edge]) -> None:
-        for old in self._out.pop(source_id, []):
-            self._by_id.pop(old.id, None)
-            incoming = self._in.get(old.target_id, [])
-            incoming[:] = [e for e in incoming if e.source_id != source_id]
-            if not incoming:
-                self._in.pop(old.target_id, None)
-        self._add(source_id, edges)
+        """Replace the edges of ``source_id``. Readers take no lock (a search's standing must not
+        wait for a build), so every table entry is swapped in one assignment, new edges in before
+        old ones out: a read meanwhile sees a note's edges before or after, never none."""
+        old = self._out.get(source_id, [])
+        for edge in edges:
+            self._by_id[edge.id] = edge
+        kept = {edge.id for edge in edges}
+        for edge in old:
+            if edge.id not in kept:
+                self._by_id.pop(edge.id, None)
+        if edges:
+            self._out[source_id] = list(edges)
+        else:
+            self._out.pop(source_id, None)
+        for target in {e.target_id for e in (*old, *edges)}:
+            incoming = [e for e in self._in.get(target, ()) if e.source_id != source_id]
+            incoming.extend(e for e in edges if e.target_id == target)
+            if incoming:
+                self._in[target] = incoming
+            else:
+                self._in.pop(target, None)
 
     def _add(self, source_id: str, edges: list[Edge]) -> None:
         if not edges:
