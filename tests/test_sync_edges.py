@@ -120,7 +120,8 @@ def test_a_reader_never_sees_a_note_without_its_edges_while_a_rename_re_resolves
     semantic = vault / "memory" / "semantic"
     linked = A.replace(  # as vaultmem writes a link: the target's id recorded beside its name
         "title: Cache policy\n",
-        f"title: Cache policy\nlink_targets:\n  supports/ttl-defaults: {B_ID}\n  related/memory/semantic/ttl-defaults: {B_ID}\n",
+        "title: Cache policy\nlink_targets:\n"
+        f"  supports/ttl-defaults: {B_ID}\n  related/memory/semantic/ttl-defaults: {B_ID}\n",
     )
     (semantic / "cache-policy.md").write_text(linked, encoding="utf-8")
     (semantic / "ttl-defaults.md").write_text(B, encoding="utf-8")
