@@ -133,8 +133,13 @@ def _status_kib(pid: int) -> dict[str, int]:
 
 
 def _env(size: int) -> dict[str, str]:
-    """The daemon's environment: its token file beside the prepared vault, not in the real home."""
-    return {**os.environ, "VAULTMEM_TOKEN_FILE": str(VAULTS / str(size) / "token")}
+    """The daemon's environment: its token file beside the prepared vault, not in the real home.
+    Python caches bytecode, as on a user's machine (a shell that sets PYTHONDONTWRITEBYTECODE, as
+    some sandboxes do, would have every start compile vaultmem's 27k lines again: ~0.4 s); the
+    start that warms the page cache writes it."""
+    env = {**os.environ, "VAULTMEM_TOKEN_FILE": str(VAULTS / str(size) / "token")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 async def _ask(url: str, token: str) -> int:

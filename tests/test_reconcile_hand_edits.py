@@ -68,3 +68,35 @@ def test_copies_made_by_hand_while_nothing_runs_never_take_the_originals_id(tmp_
     report = json.loads(run("doctor", "--vault", str(vault), "--json", ok=False))
     assert original.name not in " ".join(report["malformed"])  # the copies are the ones reported
     assert report["index_missing"] == []
+
+
+def test_a_copy_whose_original_was_deleted_while_nothing_ran_takes_its_id(tmp_path: Path) -> None:
+    """The copy was indexed under an id of its own; the original is deleted while nothing runs. The
+    next start's catalog gives the copy the id (no other file holds it), and its row moves there,
+    though its content did not change: no row is left under the copy's old id."""
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    vault = tmp_path / "vault"
+    cli = [sys.executable, "-m", "vaultmem.cli"]
+
+    def search(query: str) -> list[tuple[str, str]]:
+        done = subprocess.run(
+            [*cli, "search", "--vault", str(vault), "--json", query], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return [(r["slug"], r["id"]) for r in json.loads(done.stdout)["results"]]
+
+    subprocess.run([*cli, "init", str(vault)], env=env, check=True, capture_output=True)
+    appended = subprocess.run(
+        [*cli, "append", "--vault", str(vault), "--kind", "reference", "--json", "the kiln fires at noon"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    note_id = json.loads(appended.stdout)["id"]
+    original = next(vault.rglob("the-kiln-fires-at-noon.md"))
+    copy = original.with_name("kiln-copy.md")
+    copy.write_bytes(original.read_bytes())
+    found = dict(search("kiln fires noon"))
+    assert found["the-kiln-fires-at-noon"] == note_id and found["kiln-copy"] != note_id
+    copy_id = found["kiln-copy"]
+    original.unlink()
+    assert search("kiln fires noon") == [("kiln-copy", note_id)]
+    assert search(copy_id) == []  # nothing answers to the copy's old id

@@ -51,7 +51,7 @@ from vaultmem.index.records import (
     text_hash,
 )
 from vaultmem.index.timeline import parse_timestamp
-from vaultmem.vault.catalog import Entry, entry_from_row
+from vaultmem.vault.catalog import ENTRY_FIELDS, Entry
 
 __all__ = ["OPEN", "PastView", "Version", "VersionStore"]
 
@@ -510,3 +510,20 @@ def _missing(count: int) -> tuple[str, ...]:
         f"{count} past version(s) in the answer's scope have no vector yet (their texts are being "
         "embedded in the background): the vector leg left them out",
     )
+
+
+_PAIRS = [ENTRY_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
+_FLAT = [ENTRY_FIELDS.index(n) for n in ("tags", "text_links", "body_tags", "aliases")]
+
+
+def entry_from_row(row: list[Any]) -> Entry:
+    """The catalog entry a snapshot row holds as ``list(entry)`` (ValueError when it holds none):
+    its lists become the tuples the entry's sequence fields hold."""
+    if not isinstance(row, list) or len(row) != len(ENTRY_FIELDS):  # a short row would take defaults
+        raise ValueError("not a catalog entry row")
+    row = list(row)
+    for i in _FLAT:
+        row[i] = tuple(row[i]) if row[i] else ()
+    for i in _PAIRS:
+        row[i] = tuple(tuple(item) for item in row[i]) if row[i] else ()
+    return Entry(*row)

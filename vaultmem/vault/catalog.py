@@ -232,31 +232,37 @@ class Catalog:
     def refresh(self, rel: str) -> Entry | None:
         """Re-read one path (created, changed or gone) and update the lookups."""
         with self._lock:
-            self._remove(rel)
-            self._no_problem(rel)
-            self.skipped.pop(shown(rel), None)
-            reason = bad_name_reason(rel)
-            if reason is not None:
-                self.skipped[shown(rel)] = reason
-                return None
-            full = self.layout.root / rel
-            try:
-                st = full.stat()
-            except OSError:
-                return None
-            reason = not_a_file_reason(rel, st.st_mode)
-            if reason is not None:  # a pipe or socket: never opened (a read could block forever)
-                self.skipped[rel] = reason
-                return None
-            try:
-                note = read_note(self.layout, rel)
-            except MalformedNote as exc:
-                self.problems[rel] = str(exc)
-                self._problem_names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
-                return None
-            entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
-            self._add(entry)
+            held = self._id_held_by(rel)
+            entry = self._read(rel)
+            self._hand_on(held)
             return entry
+
+    def _read(self, rel: str) -> Entry | None:
+        self._remove(rel)
+        self._no_problem(rel)
+        self.skipped.pop(shown(rel), None)
+        reason = bad_name_reason(rel)
+        if reason is not None:
+            self.skipped[shown(rel)] = reason
+            return None
+        full = self.layout.root / rel
+        try:
+            st = full.stat()
+        except OSError:
+            return None
+        reason = not_a_file_reason(rel, st.st_mode)
+        if reason is not None:  # a pipe or socket: never opened (a read could block forever)
+            self.skipped[rel] = reason
+            return None
+        try:
+            note = read_note(self.layout, rel)
+        except MalformedNote as exc:
+            self.problems[rel] = str(exc)
+            self._problem_names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
+            return None
+        entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
+        self._add(entry)
+        return entry
 
     def put(self, note: Note) -> Entry:
         """Record a note the write path has just written."""
@@ -270,9 +276,28 @@ class Catalog:
 
     def forget_path(self, rel: str) -> None:
         with self._lock:
+            held = self._id_held_by(rel)
             self._remove(rel)
             self._no_problem(rel)
             self.skipped.pop(shown(rel), None)
+            self._hand_on(held)
+
+    def _id_held_by(self, rel: str) -> str | None:
+        """The id the note at ``rel`` holds (None when it holds none: no id, or a copy's)."""
+        entry = self._by_path.get(rel)
+        return entry.id if entry is not None and entry.id and self._by_id.get(entry.id) == rel else None
+
+    def _hand_on(self, note_id: str | None) -> None:
+        """The file that held ``note_id`` is gone or carries another id now: a file reported for
+        carrying it too (a copy made by hand) takes it, as the next start's scan would give it.
+        A sync client's conflict copy only when no other file carries it; else the first path."""
+        if not note_id or note_id in self._by_id:
+            return
+        heirs = [p for p in self.problems if (e := self._by_path.get(p)) is not None and e.id == note_id]
+        if heirs:
+            heir = min(heirs, key=lambda p: (is_conflict_copy(p), p))
+            del self.problems[heir]
+            self._by_id[note_id] = heir
 
     def _no_problem(self, rel: str) -> None:
         if self.problems.pop(rel, None) is not None:
@@ -281,14 +306,10 @@ class Catalog:
                 names.discard(_stem(rel).lower())
 
     def _clear(self) -> None:
-        self._by_path.clear()
-        self._by_id.clear()
-        self._by_fp.clear()
-        self._by_idem.clear()
-        self._problem_names.clear()
-        self._by_stem.clear()
-        self._by_alias.clear()
-        self._days.clear()
+        for table in (self._by_path, self._by_id, self._by_idem, self._problem_names, self._days):
+            table.clear()
+        for multimap in (self._by_fp, self._by_stem, self._by_alias):
+            multimap.clear()
         self.problems.clear()
         self.skipped.clear()
 
@@ -532,23 +553,6 @@ class Catalog:
 #: Entry's fields in declaration order: the cache stores one column of values per field.
 _FIELDS = list(Entry.__annotations__)
 ENTRY_FIELDS = tuple(_FIELDS)
-_PAIRS = [_FIELDS.index(n) for n in ("links", "url_links", "link_ids")]
-_FLAT = [_FIELDS.index(n) for n in ("tags", "text_links", "body_tags", "aliases")]
-
-
-def entry_from_row(row: list[Any]) -> Entry:
-    """The entry ``list(entry)`` read back from JSON holds (ValueError when it holds none): JSON's
-    lists become the tuples the entry's sequence fields hold."""
-    if not isinstance(row, list) or len(row) != len(_FIELDS):  # a short row would take defaults
-        raise ValueError("not a catalog entry row")
-    row = list(row)
-    for i in _FLAT:
-        row[i] = tuple(row[i]) if row[i] else ()
-    for i in _PAIRS:
-        row[i] = tuple(tuple(item) for item in row[i]) if row[i] else ()
-    return Entry(*row)
-
-
 #: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
 _DAY = re.compile(
     r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$"
