@@ -18,7 +18,7 @@ QUERY = "the kiln fires at noon on Fridays"
 def hits(wire: Wire) -> dict[str, str]:
     """``{slug: id}`` of the kiln notes a search finds."""
     found = structured(wire.call("memory_search", query=QUERY, limit=10))["results"]
-    return {hit["slug"]: hit["id"] for hit in found if hit["slug"].startswith("kiln-schedule")}
+    return {hit["slug"]: hit["id"] for hit in found if hit["slug"].startswith("kiln-")}
 
 
 def path_of(wire: Wire, note_id: str) -> str | None:
@@ -54,3 +54,28 @@ def test_when_the_original_is_deleted_its_copy_takes_the_id_and_the_links(vault:
         assert path_of(wire, x) == COPY
         assert hits(wire) == {"kiln-schedule-copy": x}
         assert upstream(wire, y) == [("depends_on", x)]
+
+
+def test_a_note_given_anothers_id_while_nothing_ran_is_answered_under_an_id_of_its_own(
+    vault: Path, tmp_path: Path
+) -> None:
+    """B's ``id:`` is changed by hand to A's while the daemon is stopped. At the next start A,
+    unchanged since it was read, keeps its id; B is reported (it carries an id another file holds)
+    and answered under the id derived from its path. No answer carries B's old id."""
+    with running_daemon(vault, tmp_path / "token") as running:
+        wire = Wire(running)
+        a = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
+        b = wire.create("The kiln fires at noon on Mondays too.", title="Kiln extra day")
+    extra = vault / "memory/semantic/kiln-extra-day.md"
+    extra.write_text(extra.read_text(encoding="utf-8").replace(f"id: {b}", f"id: {a}"), encoding="utf-8")
+    with running_daemon(vault, tmp_path / "token") as restarted:
+        wire = Wire(restarted)
+        found = hits(wire)
+        assert found["kiln-schedule"] == a
+        assert found["kiln-extra-day"] not in (a, b)
+        assert path_of(wire, a) == ORIGINAL
+        assert path_of(wire, b) is None
+        assert path_of(wire, found["kiln-extra-day"]) == "memory/semantic/kiln-extra-day.md"
+        health = wire.ok("memory_status", action="health", include_details=True)["item"]
+        reported = " ".join(str(c.get("details")) for c in health["checks"])
+        assert "kiln-extra-day.md: has the same id as memory/semantic/kiln-schedule.md" in reported
