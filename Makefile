@@ -30,10 +30,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Bytecode is compiled once first: where PYTHONDONTWRITEBYTECODE is set (some sandboxes and CI
+# images set it), each of the suite's `vaultmem` subprocesses would compile the package again.
 test: $(STAMP)
+	@$(BIN)/python -m compileall -q vaultmem tests >/dev/null
 	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 test-all: $(STAMP)
+	@$(BIN)/python -m compileall -q vaultmem tests >/dev/null
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
