@@ -51,7 +51,7 @@ from vaultmem.index.records import (
     text_hash,
 )
 from vaultmem.index.timeline import parse_timestamp
-from vaultmem.vault.catalog import ENTRY_FIELDS, Entry
+from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 
 __all__ = ["OPEN", "PastView", "Version", "VersionStore"]
 

@@ -23,7 +23,7 @@ from vaultmem.operations.context import Context
 from vaultmem.operations.lookup import Lookup
 from vaultmem.operations.results import Json, Thought
 from vaultmem.sync.graph import EdgeGraph
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 
 if TYPE_CHECKING:
     from vaultmem.index.versions import PastView  # NumPy: not loaded by commands that need no index

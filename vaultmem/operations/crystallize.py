@@ -25,7 +25,7 @@ from vaultmem.operations.context import Context
 from vaultmem.operations.recall import check_int
 from vaultmem.operations.results import STATUS_FILTERS, Answer, Json, Row, WithColumns
 from vaultmem.operations.thoughts import NewThought, check_thought, plan_thought
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.plan import Plan
 
 TOOL = "memory_crystallize"

@@ -11,7 +11,8 @@ from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import IndexError_, VaultError
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
-from vaultmem.vault.catalog import Catalog, Entry
+from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy
 from vaultmem.vault.reading import file_hash, shown

@@ -19,7 +19,7 @@ from vaultmem.errors import InvalidInput, MalformedNote, NotFound
 from vaultmem.notes import frontmatter as fm
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import Answer, Json, Row
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.history import BlameLine, Version
 
 #: The most versions one answer lists (page with offset).

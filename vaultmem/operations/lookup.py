@@ -23,7 +23,8 @@ from vaultmem.notes.links import (
 from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.operations.results import Json, Thought
 from vaultmem.sync.graph import EdgeGraph
-from vaultmem.vault.catalog import Catalog, Entry
+from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.store import NoteStore
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from vaultmem.notes.model import Note, fingerprint, iso
 from vaultmem.notes.slugs import make_slug
 from vaultmem.operations.context import Context
 from vaultmem.operations.thoughts import NewNote, plan_new_note
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.plan import Plan, WriteKey
 
 log = logging.getLogger(__name__)

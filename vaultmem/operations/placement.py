@@ -24,7 +24,7 @@ from vaultmem.operations import projects
 from vaultmem.operations.context import Context
 from vaultmem.operations.recall import check_int
 from vaultmem.operations.results import Answer, Json, Row, Scope, graph_status
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 
 #: Edges a plan holds at most (the slim answer shows the first SLIM_EDGES).
 MAX_PLANNED_EDGES = 20

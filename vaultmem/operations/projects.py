@@ -26,7 +26,7 @@ from vaultmem.notes.slugs import make_slug
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import Answer, Json, Row, Scope
 from vaultmem.safe_yaml import load_yaml_mapping
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.layout import PROJECT_FILE
 from vaultmem.vault.plan import Plan
 from vaultmem.vault.sidefiles import edit_yaml, read_side, side_text

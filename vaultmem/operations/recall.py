@@ -30,7 +30,7 @@ from vaultmem.operations.results import (
     status_filter,
 )
 from vaultmem.operations.search import Search, recency_score
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 
 MAX_SEARCH_LIMIT = 100
 MAX_LIST_LIMIT = 500

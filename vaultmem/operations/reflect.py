@@ -35,7 +35,7 @@ from vaultmem.operations.slots import (
 )
 from vaultmem.operations.supersede import ARCHIVED_STATUSES
 from vaultmem.operations.thoughts import CheckedThought, NewThought, check_thought, plan_thought
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.plan import Draft, Plan
 from vaultmem.vault.sidefiles import read_side, side_text
 

@@ -15,7 +15,8 @@ from typing import TypeAlias
 
 from vaultmem.errors import InvalidInput
 from vaultmem.notes.model import DRAFT_STATUS, STATUSES
-from vaultmem.vault.catalog import IDEM_TAG_PREFIX, Entry
+from vaultmem.vault.catalog import IDEM_TAG_PREFIX
+from vaultmem.vault.entry import Entry
 
 #: A value an answer carries: JSON, with thoughts (alone or with extra columns) as leaves.
 Payload: TypeAlias = (

@@ -36,7 +36,7 @@ from vaultmem.operations.slots import (
 )
 from vaultmem.operations.supersede import ARCHIVED_STATUSES
 from vaultmem.operations.sync import sync_health
-from vaultmem.vault.catalog import Entry
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.sidefiles import read_side
 
 SLOT_MAX_CHARS = 4000

@@ -22,7 +22,8 @@ from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.edges import check_endpoints, decide_link
 from vaultmem.operations.results import STATUS_FILTERS, Answer, Json, Row, Thought
-from vaultmem.vault.catalog import IDEM_TAG_PREFIX, Entry
+from vaultmem.vault.catalog import IDEM_TAG_PREFIX
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.plan import Draft, Plan
 
 TOOL = "memory_supersede"

@@ -28,7 +28,8 @@ from vaultmem.notes.model import iso, new_note_text, parse_time
 from vaultmem.notes.slugs import make_slug, meaningful_words, resolve_collision
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import Answer, Json, Row, Thought, writable_status
-from vaultmem.vault.catalog import IDEM_TAG_PREFIX, Entry
+from vaultmem.vault.catalog import IDEM_TAG_PREFIX
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.plan import Draft, Plan, WriteKey
 
 TOOL = "memory_store"

@@ -24,7 +24,8 @@ from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, text_edges, text_refs, typed_links
 from vaultmem.notes.model import Note
-from vaultmem.vault.catalog import Catalog, Entry, read_note
+from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.layout import VaultLayout
 
 
@@ -72,6 +73,8 @@ class EdgeGraph:
         #: Lower-cased last name of every link target -> paths of the notes whose links name it.
         self._mentions: dict[str, set[str]] = {}
         self._named: dict[str, tuple[str, tuple[str, ...]]] = {}  # note id -> (path, its names)
+        #: Id recorded for a link (``link_targets``) -> paths of the notes whose links recorded it.
+        self._recorded: dict[str, set[str]] = {}
         self.primed = False  # every linked note's typed edges computed at least once
         self._text_ready = True  # False while the catalog's text links wait to become edges
         self._background = False  # build them on a thread after each rebuild (a daemon)
@@ -130,7 +133,7 @@ class EdgeGraph:
         links. Only the notes with typed links are read from the vault, and a note without links
         or aliases costs nothing here (most of a person's vault)."""
         with self._lock:
-            for table in (self._out, self._in, self._by_id, self._mentions, self._named):
+            for table in (self._out, self._in, self._by_id, self._mentions, self._named, self._recorded):
                 table.clear()
             memo: dict[str, str] = {}
             self._memo = memo
@@ -199,6 +202,8 @@ class EdgeGraph:
         memo = self._memo
 
         def resolve(target: str, recorded: str | None) -> str | None:
+            if recorded:  # when another file comes to hold that id, this link follows it
+                self._recorded.setdefault(recorded, set()).add(source)
             entry = self.catalog.resolve_link(target, source=source, recorded=recorded)
             if entry is None:
                 return None
@@ -221,14 +226,17 @@ class EdgeGraph:
         here or changed its ``aliases:``."""
         with self._lock:
             renamed: set[str] = set()
+            moved: set[str] = set()  # ids new at their path: the links that recorded them follow
             for note in notes:
                 source_id = index_id(note, self.catalog)  # a conflict copy's links are its own
                 entry = self.catalog.by_path(note.path)
                 if entry is not None and entry.content_hash != note.content_hash:
                     entry = None  # the catalog has moved on (or not yet): read the note itself
+                if self._named.get(source_id, (None,))[0] != note.path:
+                    moved.add(source_id)
                 renamed |= self._renamed(source_id, note.path, entry.aliases if entry else ())
                 self._compute(source_id, note.path, entry, note)
-            self._refresh(renamed)
+            self._refresh(renamed, moved)
 
     def forget(self, source_id: str, path: str | None = None) -> None:
         """The note ``source_id`` (at ``path``) is gone: drop its edges and re-resolve the links
@@ -239,7 +247,7 @@ class EdgeGraph:
             names = set(named[1]) if named is not None else set()
             if path is not None:
                 names.add(_names(path, ())[0])
-            self._refresh(names)
+            self._refresh(names, {source_id})
 
     def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
         """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
@@ -284,9 +292,11 @@ class EdgeGraph:
             return set()
         return {*names, *before[1]}
 
-    def _refresh(self, names: Iterable[str]) -> None:
-        """Recompute the edges of every note whose links name one of ``names``."""
+    def _refresh(self, names: Iterable[str], ids: Iterable[str] = ()) -> None:
+        """Recompute the edges of every note whose links name one of ``names`` or recorded one of
+        ``ids``."""
         paths = {p for name in names for p in self._mentions.get(name, ())}
+        paths.update(p for note_id in ids for p in self._recorded.get(note_id, ()))
         for path in sorted(paths):
             entry = self.catalog.by_path(path)
             if entry is None:

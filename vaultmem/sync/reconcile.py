@@ -7,6 +7,7 @@ the index, never rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,9 +160,8 @@ def _bring_up_to_date(
             progress(min(total, index.notes_stored - stored), total, index.texts_embedded - embedded)
 
     stale = [p for p, h in wanted.items() if indexed.get(p) != h]
+    stale += _misfiled(catalog, index, wanted, set(stale))
     gone = [p for p in indexed if p not in wanted]
-    gone_ids = [r.id for r in index.records_for_paths(gone)] if gone else []
-    stale += _misfiled(catalog, index, wanted, set(stale), gone_ids)
     # A row of a changed path under another id goes (its id was edited: a person's hand, or a
     # sync round's merge); the row under the id the file has now is written below.
     entries = {p: e for p in stale if p in indexed and (e := catalog.by_path(p)) is not None}
@@ -172,7 +172,7 @@ def _bring_up_to_date(
     stale += [p for p in _untagged(catalog, index, set(stale)) if p in wanted]  # of these paths
     report.unchanged = len(wanted) - len(stale)
     if gone:
-        index.delete_ids(gone_ids)
+        index.delete_ids(r.id for r in index.records_for_paths(gone))
         report.removed.extend(gone)
     total = len(stale)
     pending: list[NoteRecord] = []
@@ -200,19 +200,18 @@ def _bring_up_to_date(
         edges.rebuild(layout)
 
 
-def _misfiled(
-    catalog: Catalog, index: NoteIndex, wanted: dict[str, str], stale: set[str], gone_ids: list[str]
-) -> list[str]:
-    """Unchanged notes whose row is under another id than the one they hold now: a copy made by
-    hand took its original's id while nothing ran (the original deleted), so a start gives it the
-    id; its row, under the id derived from its path, moves. Only the ids the catalog gives a note
-    that no row has, or that a row of a vanished path has, are looked at (~15 ms at 100k)."""
-    held = catalog.ids()
+def _misfiled(catalog: Catalog, index: NoteIndex, wanted: dict[str, str], stale: set[str]) -> list[str]:
+    """Unchanged notes whose row is not where the catalog gives their id now (a copy made by hand
+    took its original's id, a holder's file was renamed or touched while nothing ran, a process
+    was killed between the two), and the notes whose row is under that id instead: both written
+    again, each under its own id (~20 ms at 100k notes)."""
     out = []
-    for note_id in index.mirror.missing(held) | set(gone_ids).intersection(held):
+    for note_id, row_path in index.mirror.misplaced(catalog.holders()).items():
         holder = catalog.by_id(note_id)
-        if holder is not None and holder.path in wanted and holder.path not in stale:
-            out.append(holder.path)
+        for rel in (holder.path if holder is not None else None, row_path):
+            if rel is not None and rel in wanted and rel not in stale:
+                out.append(rel)
+                stale.add(rel)
     return out
 
 
@@ -295,11 +294,18 @@ def _index_note(catalog: Catalog, index: NoteIndex, note: Note, edges: EdgeGraph
     replaced = [r.id for r in index.records_for_paths([note.path]) if r.id != record.id]
     if replaced:
         index.delete_ids(replaced)
+    prior = index.get(record.id)  # the row of this id, at another path when the id moves here
     index.upsert([record])
     if edges is not None:
         for old in replaced:
             edges.forget(old)
         edges.update(note)
+    if prior is not None and prior.path != note.path and catalog.by_path(prior.path) is not None:
+        # the note there lost its row to this one (it carries the id too, and this file took it
+        # back: a sync client's conflict copy yields to a plain file): it is written again under
+        # an id of its own
+        with contextlib.suppress(MalformedNote):
+            _index_note(catalog, index, read_note(catalog.layout, prior.path), edges)
     return replaced
 
 

@@ -28,7 +28,7 @@ from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import note_from_text
 from vaultmem.sync.mainline import LineCommit, RefsWatch, batches, head_of, main_line, read_blobs
 from vaultmem.sync.reconcile import record_for
-from vaultmem.vault.catalog import ENTRY_FIELDS, Entry
+from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import is_conflict_copy
 

@@ -10,6 +10,7 @@ the kernel's event queue overflows, catch anything the events missed.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -245,6 +246,9 @@ class VaultWatcher:
                 now = time.monotonic()
                 stopping = self._stop.is_set()
                 ready = sorted(p for p, t in self._due.items() if t <= now or stopping)
+                # the files that are there before those that went: a note renamed, or a copy's
+                # original deleted in the same moment, is read at its new name first, keeping its id
+                ready.sort(key=lambda p: not os.path.lexists(self.root / p))
                 for p in ready:
                     del self._due[p]
                     self._first_touch.pop(p, None)

@@ -14,18 +14,17 @@ import datetime as dt
 import hashlib
 import logging
 import posixpath
-import re
 import sys
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any, NamedTuple, overload
+from collections.abc import Collection, Iterator
+from typing import Any
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
-from vaultmem.notes.links import aliases_of, recorded_targets, text_refs, typed_links
-from vaultmem.notes.model import Note, note_from_text, parse_time
+from vaultmem.notes.model import Note, note_from_text
 from vaultmem.vault.atomic import atomic_write
+from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 from vaultmem.vault.layout import (
     VaultLayout,
     bad_name_reason,
@@ -42,113 +41,6 @@ CACHE_VERSION = 8
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
-
-
-class Entry(NamedTuple):
-    """What the catalog knows of one note, rebuilt from the cache at every start: a named tuple
-    (docs/architecture.md, "Starting fast"), its repeated values shared (:func:`_shared`)."""
-
-    path: str
-    id: str | None
-    title: str
-    kind: str
-    status: str
-    project: str | None
-    tags: tuple[str, ...]
-    created: str | None
-    updated: str | None
-    fingerprint: str
-    #: sha256 of the file's bytes: how the watcher recognises a file it has already seen.
-    content_hash: str
-    source_id: str | None
-    source_url: str | None
-    always_load: bool
-    #: Typed links the note declares: (edge type, target name) pairs.
-    links: tuple[tuple[str, str], ...]
-    mtime_ns: int
-    size: int
-    importance: float | None = None
-    is_cluster: bool = False
-    is_protected: bool = False
-    is_global: bool = False
-    surface_after: str | None = None
-    url_links: tuple[tuple[str, str, str], ...] = ()
-    #: Provenance (``source.transport`` and ``source.trust``): how the text arrived, and how far
-    #: it is trusted (a fetched page is ``external-fetch`` / ``untrusted``).
-    source_transport: str | None = None
-    source_trust: str | None = None
-    #: ``link_targets``: (link key ``type/name``, id of the note the link was made for) pairs.
-    link_ids: tuple[tuple[str, str], ...] = ()
-    #: Links in the note's text (body, the person's own properties), as written: read-only edges.
-    text_links: tuple[str, ...] = ()
-    #: ``#tags`` in the body (frontmatter ``tags:`` are in ``tags``).
-    body_tags: tuple[str, ...] = ()
-    #: ``aliases:``: other names a link may call this note by.
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def slug(self) -> str:
-        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
-
-    def but(self, **changes: Any) -> Entry:
-        """This entry with ``changes`` (field name -> value) made."""
-        return self._replace(**changes)
-
-    @property
-    def all_tags(self) -> tuple[str, ...]:
-        """Every tag the note carries, as Obsidian counts them: frontmatter ``tags:``, then body ``#tags``."""
-        if not self.body_tags:
-            return self.tags
-        return (*self.tags, *(t for t in self.body_tags if t not in self.tags))
-
-    @property
-    def created_day(self) -> str | None:
-        """The day of ``created`` as written (in its own offset): what the daily cap counts. The
-        first ten characters of a well-formed stamp, unchecked against the calendar (a 30 February
-        counts on that day, never today's)."""
-        created = self.created
-        if created and _DAY.match(created):  # the usual ISO stamp: no parse (counted at every start)
-            return created[:10]
-        ts = parse_time(created)
-        return ts.date().isoformat() if ts else None
-
-    @staticmethod
-    def from_note(note: Note, mtime_ns: int, size: int) -> Entry:
-        src_id = note.source.get("id")
-        src_url = note.source.get("url")
-        meta = note.text.meta if note.text is not None else {}
-        refs = text_refs(note.body, meta)
-        return Entry(
-            path=note.path,
-            id=note.id,
-            title=note.title,
-            kind=_shared(note.kind),
-            status=_shared(note.status),
-            project=_shared(note.project),
-            tags=note.tags,
-            created=note.created,
-            updated=note.created if note.updated == note.created else note.updated,
-            fingerprint=note.fingerprint,
-            content_hash=note.content_hash,
-            source_id=str(src_id) if src_id is not None else None,
-            source_url=str(src_url) if src_url is not None else None,
-            always_load=note.always_load,
-            links=typed_links(note.text.meta) if note.text is not None else (),
-            mtime_ns=mtime_ns,
-            size=size,
-            importance=note.importance,
-            is_cluster=note.is_cluster,
-            is_protected=note.is_protected,
-            is_global=note.is_global,
-            surface_after=note.surface_after,
-            url_links=note.url_links,
-            source_transport=_shared(_text_or_none(note.source.get("transport"))),
-            source_trust=_shared(_text_or_none(note.source.get("trust"))),
-            link_ids=tuple(recorded_targets(note.text.meta).items()) if note.text is not None else (),
-            text_links=refs.links,
-            body_tags=refs.tags,
-            aliases=aliases_of(meta),
-        )
 
 
 def read_note(layout: VaultLayout, rel: str) -> Note:
@@ -216,14 +108,36 @@ class Catalog:
                     same.add(rel)
                 else:
                     changed.append(rel)
-            # Unchanged files first, in the cache's order (ids' holders first: save_cache): a file
-            # that held an id keeps it against a copy or edit made while nothing ran, whatever the
-            # folders' order, as the watcher decides.
-            for entry in (old for rel, old in cached.items() if rel in same):
-                self._add(entry)
-            for rel in changed:
+            # Who held an id keeps it while its file still carries it, changed or not (edited,
+            # touched, restored), against a copy made while nothing ran: the holders first, in the
+            # cache's order (save_cache saves them first, so each id's first entry is its holder).
+            # Then the files new since the last scan (a holder renamed while nothing ran keeps its
+            # id at its new name), then the rest by path, which is the order the watcher would
+            # give a free id in (``_hand_on``).
+            claimed: set[str | None] = set()
+            rest: dict[str, Entry | None] = {}  # path -> its cached entry, or None to read it
+            for rel, entry in cached.items():
+                held = entry.id is not None and entry.id not in claimed
+                claimed.add(entry.id)
+                if rel in same and (held or entry.id is None):  # no id: nothing to claim
+                    self._add(entry)
+                elif held and rel in changed:
+                    parsed += 1
+                    self.refresh(rel)
+                elif rel in same:
+                    rest[rel] = entry
+            for rel in sorted(r for r in changed if r not in cached):
                 parsed += 1
                 self.refresh(rel)
+            for rel in changed:  # the other files read before, unless read above as holders
+                if rel in cached and rel not in self._by_path and rel not in self.problems:
+                    rest[rel] = None
+            for rel in sorted(rest):
+                if (known := rest[rel]) is not None:
+                    self._add(known)
+                else:
+                    parsed += 1
+                    self.refresh(rel)
             seen = len(self._by_path) + len(self.problems)
         if parsed or len(cached) != len(self._by_path):
             self.save_cache()
@@ -298,6 +212,9 @@ class Catalog:
             heir = min(heirs, key=lambda p: (is_conflict_copy(p), p))
             del self.problems[heir]
             self._by_id[note_id] = heir
+            for other in heirs:  # the others now share it with the heir
+                if other != heir:
+                    self.problems[other] = _same_id(other, heir)
 
     def _no_problem(self, rel: str) -> None:
         if self.problems.pop(rel, None) is not None:
@@ -320,11 +237,11 @@ class Catalog:
         copy = is_conflict_stem(stem)
         if entry.id:
             owner = self._by_id.get(entry.id)
-            if owner is not None and owner != path and self._changed_since_read(owner):
-                # The file that held the id changed since it was read: a sync's merge gave its path
-                # to another machine's note and this one a new name, and the watcher reads paths
-                # in sorted order. The id goes where it is now; the old reading is dropped, and the
-                # change to that file (its own event, or the round's list) is read as any other.
+            if owner is not None and owner != path and self._gave_up(owner, entry.id):
+                # The file that held the id changed since it was read and carries another id now:
+                # a sync's merge gave its path to another machine's note and this one a new name,
+                # and the watcher reads paths in sorted order. The id goes where it is now; the old
+                # reading is dropped, and the change to that file is read as any other.
                 self._remove(owner)
                 self.problems.pop(owner, None)
                 owner = None
@@ -354,13 +271,20 @@ class Catalog:
         if day:
             self._days[day] += 1
 
-    def _changed_since_read(self, rel: str) -> bool:
+    def _gave_up(self, rel: str, note_id: str) -> bool:
+        """Whether the file at ``rel``, which held ``note_id``, changed since it was read and no
+        longer carries that id (read again to tell; only ever asked of an id's holder)."""
         known = self._by_path.get(rel)
         try:
             st = (self.layout.root / rel).stat()
         except OSError:
             return False  # gone: the caller's rule for a file that held the id applies
-        return known is None or (known.mtime_ns, known.size) != (st.st_mtime_ns, st.st_size)
+        if known is not None and (known.mtime_ns, known.size) == (st.st_mtime_ns, st.st_size):
+            return False
+        try:
+            return read_note(self.layout, rel).id != note_id
+        except MalformedNote:
+            return True
 
     def _remove(self, rel: str) -> None:
         entry = self._by_path.pop(rel, None)
@@ -397,8 +321,10 @@ class Catalog:
             rel = self._by_id.get(note_id.lower())
             return self._by_path.get(rel) if rel else None
 
-    def ids(self) -> Iterable[str]:
-        return list(self._by_id)
+    def holders(self) -> dict[str, str]:
+        """``{id: path of the note holding it}``."""
+        with self._lock:
+            return dict(self._by_id)
 
     def entry_for_id(self, note_id: str) -> Entry | None:
         """The note a full id names: its ``id`` key, or the id derived from its path that the index
@@ -511,7 +437,7 @@ class Catalog:
 
     # -- the cache --------------------------------------------------------------------------
     def _load_cache(self) -> dict[str, Entry]:
-        """The entries saved by the last scan: one column of values per field of :data:`_FIELDS`
+        """The entries saved by the last scan: one column of values per field of :data:`ENTRY_FIELDS`
         (not a row per entry, whose freed lists stayed in the heap: docs/architecture.md), in
         ``marshal`` (:func:`marshal_state`): read ~5x faster than JSON, strings back interned and
         tuples as tuples. A damaged or foreign cache, or another layout's, is ignored."""
@@ -522,7 +448,7 @@ class Catalog:
             columns = data[2]
             if (
                 not isinstance(columns, tuple)
-                or len(columns) != len(_FIELDS)
+                or len(columns) != len(ENTRY_FIELDS)
                 or len(set(map(len, columns))) > 1
             ):
                 return {}
@@ -535,7 +461,7 @@ class Catalog:
             holders = set(self._by_id.values())
             entries = sorted(self._by_path.values(), key=lambda e: e.path not in holders)
         columns: list[tuple[Any, ...]] = (
-            list(zip(*entries, strict=True)) if entries else [() for _ in _FIELDS]
+            list(zip(*entries, strict=True)) if entries else [() for _ in ENTRY_FIELDS]
         )
         for i in (*_REPEATED_AT, *_HELD_BY_THE_INDEX_TOO):  # saved interned, so read back interned
             columns[i] = tuple(None if v is None else sys.intern(v) for v in columns[i])
@@ -550,34 +476,13 @@ class Catalog:
             (self._cache_file.parent / "catalog.json").unlink(missing_ok=True)
 
 
-#: Entry's fields in declaration order: the cache stores one column of values per field.
-_FIELDS = list(Entry.__annotations__)
-ENTRY_FIELDS = tuple(_FIELDS)
-#: An ISO date-time as vaultmem and Obsidian write it, whose first ten characters are its day.
-_DAY = re.compile(
-    r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$"
-)
-
 #: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
 _REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
-_REPEATED_AT = [_FIELDS.index(n) for n in _REPEATED]
+_REPEATED_AT = [ENTRY_FIELDS.index(n) for n in _REPEATED]
 #: Values the index's in-memory records hold too: interned where both are read from disk (this
 #: cache, the index's table), so the two share one string (~30 MB at 100k notes, net of the table
 #: of interned strings; docs/benchmarks.md). ``index/_schema.py`` interns the same columns.
-_HELD_BY_THE_INDEX_TOO = [_FIELDS.index(n) for n in ("id", "path", "title", "content_hash", "created")]
-
-
-@overload
-def _shared(value: str) -> str: ...
-@overload
-def _shared(value: str | None) -> str | None: ...
-def _shared(value: str | None) -> str | None:
-    """One string object for a value many entries hold (interned: a handful of distinct values)."""
-    return None if value is None else sys.intern(value)
-
-
-def _text_or_none(value: object) -> str | None:
-    return str(value) if value is not None and not isinstance(value, dict | list) else None
+_HELD_BY_THE_INDEX_TOO = [ENTRY_FIELDS.index(n) for n in ("id", "path", "title", "content_hash", "created")]
 
 
 def _same_id(path: str, other: str) -> str:
