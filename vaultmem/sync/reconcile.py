@@ -242,8 +242,7 @@ def sync_path(
         catalog.refresh(rel)  # records why in catalog.skipped
         rows = index.records_for_paths([rel])
         if rows:  # a note replaced by a pipe, say
-            index.delete_ids([r.id for r in rows])
-            _index_heirs(layout, catalog, index, [r.id for r in rows], edges)
+            _drop_rows(layout, catalog, index, rows, edges)
         log.warning("%s", reason)
         return "unreadable" if bad_name_reason(rel) is not None else "skipped"
     if not full.is_file():
@@ -251,11 +250,7 @@ def sync_path(
         catalog.forget_path(rel)
         rows = index.records_for_paths([rel])
         if rows:
-            index.delete_ids([r.id for r in rows])  # also drops their outgoing edges
-            for row in rows:
-                if edges is not None:
-                    edges.forget(row.id, row.path)
-            _index_heirs(layout, catalog, index, [r.id for r in rows], edges)
+            _drop_rows(layout, catalog, index, rows, edges)
         # A note renamed by hand whose new name was seen first has already lost its entry and
         # row to the new path; its old path's removal must still be committed (a missing path
         # git never tracked is left out of the commit).
@@ -266,8 +261,7 @@ def sync_path(
         catalog.refresh(rel)
         rows = index.records_for_paths([rel])
         if rows:
-            index.delete_ids([r.id for r in rows])
-            _index_heirs(layout, catalog, index, [r.id for r in rows], edges)
+            _drop_rows(layout, catalog, index, rows, edges)
         log.warning("%s", exc)
         return "malformed"
     known = catalog.by_path(rel)
@@ -307,6 +301,18 @@ def _index_note(catalog: Catalog, index: NoteIndex, note: Note, edges: EdgeGraph
         with contextlib.suppress(MalformedNote):
             _index_note(catalog, index, read_note(catalog.layout, prior.path), edges)
     return replaced
+
+
+def _drop_rows(
+    layout: VaultLayout, catalog: Catalog, index: NoteIndex, rows: list[NoteRecord], edges: EdgeGraph | None
+) -> None:
+    """The rows of a path that is no note now (gone, broken, a pipe): out of the index with their
+    edges (the links naming them or recording their ids resolve again), and their ids to heirs."""
+    index.delete_ids([r.id for r in rows])
+    if edges is not None:
+        for row in rows:
+            edges.forget(row.id, row.path)
+    _index_heirs(layout, catalog, index, [r.id for r in rows], edges)
 
 
 def _index_heirs(
