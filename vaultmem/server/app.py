@@ -14,6 +14,11 @@ Every request passes three guards, outermost first:
 A request reaches the MCP SDK only once its body is in whole (:class:`WholeBody`); how long a
 client may take to send headers and body is bounded by the HTTP protocol (``protocol.py``).
 
+A tool call is answered as one JSON body (``application/json``), not as a server-sent event: the
+MCP SDK's client refuses an event over 1 MiB, which a ``bulk_create`` of a few thousand rows passes
+(the graph document allows 10,000). The protocol lets a server answer either way and requires
+clients to take both; the GET event stream a session holds open is unchanged.
+
 The SDK's own transport security is also configured with the same exact host and origin lists
 (its default would admit any localhost port), so the checks hold even if the outer guard moved.
 """
@@ -205,6 +210,7 @@ def build_app(
     )
     app: Any = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
+        json_response=True,  # no cap on the answer's size (module docstring)
         transport_security=security,
         host=host,
         max_request_body_size=max_body,

@@ -13,7 +13,8 @@ seconds to be answered before uvicorn's own stop runs.
 
 sse-starlette (the SDK's event streams) ends *every* event stream of a uvicorn server that is
 stopping, a POST's answer stream included, so a call running at a SIGTERM lost its answer even
-when it finished at once. :func:`keep_answer_streams_at_stop` turns that off for the process;
+when it finished at once (tool calls are now answered as JSON bodies, ``app.py``, so this guards
+any answer the SDK still streams). :func:`keep_answer_streams_at_stop` turns that off for the process;
 the drain ends the GET streams itself, and whatever is still open after the grace is cancelled
 by uvicorn's own stop.
 """
