@@ -35,7 +35,10 @@ def test_an_id_edited_by_hand_leaves_no_row_under_the_old_id(tmp_path: Path) -> 
     note.write_text(text.replace(f"id: {old['id']}", f"id: {new_id}"), encoding="utf-8")
     found = json.loads(run("search", "--vault", str(vault), "--json", "kiln"))["results"]
     assert [r["id"] for r in found] == [new_id]
-    assert json.loads(run("search", "--vault", str(vault), "--json", old["id"][:13]))["results"] == []
+    # A search by the old id's prefix finds no row under it (the one note may still answer, under
+    # its new id: with one note the fake embedder's vectors can pass the relevance gate by chance).
+    by_prefix = json.loads(run("search", "--vault", str(vault), "--json", old["id"][:13]))["results"]
+    assert [r["id"] for r in by_prefix if r["id"] != new_id] == []
 
 
 def test_copies_made_by_hand_while_nothing_runs_never_take_the_originals_id(tmp_path: Path) -> None:
