@@ -1,0 +1,65 @@
+"""A kill -9 right after the watcher handed an id on (docs/reliability.md, row 25, case 4).
+
+A person copies a note by hand, then deletes the original while ``vaultmem serve`` runs: the
+watcher hands the original's id and links to the copy. A supervisor then SIGKILLs the daemon (no
+close, no snapshot save, no final commit). The next start must answer as the running daemon did:
+``memory_recall get`` and ``memory_search`` agree on where the id lives, no row is left under the
+copy's own id, and the link follows. Before row 25's fix search and get disagreed after such a kill.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from _support import ServeProcess, assert_git_clean_and_sound
+from graph_wire import Wire
+from mcp_harness import wait_for
+from test_copies_by_hand import COPY, ORIGINAL, hits, path_of, upstream
+
+
+class _Served:
+    """What :class:`Wire` needs of a daemon, for one run as a subprocess."""
+
+    def __init__(self, process: ServeProcess) -> None:
+        self.url = process.url
+        self._token = process.token
+
+    def token(self) -> str:
+        return self._token
+
+
+def wire_of(process: ServeProcess) -> Wire:
+    return Wire(_Served(process))  # type: ignore[arg-type]
+
+
+def test_a_kill_9_after_the_watcher_handed_an_id_on_leaves_search_and_get_agreeing(
+    vault: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config"
+    served = ServeProcess(vault, config)
+    try:
+        wire = wire_of(served)
+        x = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
+        y = wire.create("Who books the studio, and when", title="Booking rules")
+        wire.store(action="link", source_id=y, target_id=x, edge_type="depends_on")
+        (vault / COPY).write_bytes((vault / ORIGINAL).read_bytes())
+        both = wait_for(lambda: [h for h in [hits(wire)] if len(h) == 2])[0]
+        copy_id = both["kiln-schedule-copy"]
+        assert both["kiln-schedule"] == x and copy_id != x
+        (vault / ORIGINAL).unlink()
+        wait_for(lambda: hits(wire) == {"kiln-schedule-copy": x})  # the watcher handed the id on
+        assert path_of(wire, x) == COPY
+    finally:
+        served.kill()
+
+    for _ in range(2):  # after the kill, then after a clean stop of that start
+        served = ServeProcess(vault, config)
+        try:
+            wire = wire_of(served)
+            assert path_of(wire, x) == COPY
+            assert hits(wire) == {"kiln-schedule-copy": x}
+            assert path_of(wire, copy_id) is None
+            assert upstream(wire, y) == [("depends_on", x)]
+        finally:
+            assert served.stop() == 0
+    assert_git_clean_and_sound(vault)
