@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,6 +16,7 @@ from vaultmem.filing.secrets import SecretsMode
 from vaultmem.resources import contract_schema, shipped_contract
 from vaultmem.safe_yaml import load_yaml_mapping
 from vaultmem.vault.layout import IGNORED_DIRS
+from vaultmem.vault.statefile import read_state, write_state
 
 #: Where a vault keeps its own copy of the contract, in vaultmem's folder (it wins over the shipped one).
 VAULT_CONTRACT = CONTRACT_FILE
@@ -24,9 +26,16 @@ if TYPE_CHECKING:
     import jsonschema
 
 
+#: The state file (in the state directory) holding the digest of the last contract text that passed
+#: the schema, and its format.
+CHECKED_FILE = "contract.checked"
+CHECKED_VERSION = 1
+
+
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
-    import jsonschema  # ~45 ms: only a process that validates a contract pays for it
+    # ~60-75 ms to import, ~15 ms to build: only a process that checks a new contract text pays
+    import jsonschema
 
     schema = json.loads(contract_schema().read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
@@ -111,7 +120,9 @@ def dir_problem(folder: str) -> str | None:
     return None
 
 
-def load_contract(vault_root: Path | None = None, home: str | None = None) -> Contract:
+def load_contract(
+    vault_root: Path | None = None, home: str | None = None, checked: Path | None = None
+) -> Contract:
     """The vault's contract when it has one, else the shipped one, validated.
 
     The vault's copy is ``filing.yaml`` in vaultmem's folder ``home`` (the root, or the folder
@@ -120,6 +131,10 @@ def load_contract(vault_root: Path | None = None, home: str | None = None) -> Co
     a vault vaultmem made and into ``Memory/`` of one it adopted, never into the person's folders.
     Raise :class:`ContractError` naming the file and what is wrong when it does not validate;
     writes stop until it is fixed.
+
+    ``checked`` is a state file that remembers the digest of the last text (with the schema's)
+    that passed the schema: the same text is not checked against it again, which spares every
+    start and CLI command importing ``jsonschema`` (docs/benchmarks.md). Every other check runs.
     """
     path = shipped_contract()
     if home is None:
@@ -134,7 +149,21 @@ def load_contract(vault_root: Path | None = None, home: str | None = None) -> Co
         data = load_yaml_mapping(text, source=str(path))
     except MalformedNote as exc:
         raise ContractError(f"the filing contract {path} is not valid YAML: {exc}") from exc
-    return in_folder(contract_from_data(data, path), home)
+    if checked is None:
+        return in_folder(contract_from_data(data, path), home)
+    digest = contract_digest(text)
+    known = read_state(checked, CHECKED_VERSION, "the contract is checked against its schema again")
+    passed = known is not None and known.get("sha256") == digest
+    contract = contract_from_data(data, path, schema_passed=passed)
+    if not passed:
+        write_state(checked, {"version": CHECKED_VERSION, "sha256": digest})
+    return in_folder(contract, home)
+
+
+def contract_digest(text: str) -> str:
+    """What names a contract text checked against this schema (a new schema checks it again)."""
+    body = contract_schema().read_bytes() + b"\0" + text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(body).hexdigest()
 
 
 def in_folder(contract: Contract, home: str) -> Contract:
@@ -153,9 +182,13 @@ def in_folder(contract: Contract, home: str) -> Contract:
 class VaultContract:
     """A vault's filing contract as it is now: re-read (and checked) when its file changes."""
 
-    def __init__(self, vault_root: Path, forbidden: list[Path], home: str = "") -> None:
+    def __init__(
+        self, vault_root: Path, forbidden: list[Path], home: str = "", checked: Path | None = None
+    ) -> None:
         self.vault_root = vault_root
         self.home = home
+        #: The state file naming the last contract text that passed the schema (:func:`load_contract`).
+        self.checked = checked
         #: Where this vault keeps git and its state (either may be configured elsewhere): no class
         #: directory may lead there.
         self.forbidden = forbidden
@@ -169,13 +202,20 @@ class VaultContract:
         except OSError:
             stamp = ("shipped", 0, 0)
         if self._loaded is None or self._loaded[0] != stamp:
-            contract = load_contract(self.vault_root, self.home)
+            contract = load_contract(self.vault_root, self.home, self.checked)
             contract.check_directories(self.vault_root, self.forbidden)
             self._loaded = (stamp, contract)
         return self._loaded[1]
 
 
-def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
+def contract_from_data(data: dict[str, Any], path: Path, *, schema_passed: bool = False) -> Contract:
+    """The contract ``data`` describes; ``schema_passed`` when this very data passed the schema
+    before (a state file that says so wrongly costs the check: the data is checked after all)."""
+    if schema_passed:
+        try:
+            return _from_data(data, path)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # not the data that passed: the schema names what is wrong
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
@@ -190,6 +230,10 @@ def contract_from_data(data: dict[str, Any], path: Path) -> Contract:
             f"the filing contract {path} is invalid at {where}: {problem}{more}; "
             "fix the file, writes are refused until it validates"
         )
+    return _from_data(data, path)
+
+
+def _from_data(data: dict[str, Any], path: Path) -> Contract:
     kinds = {k: v["dir"].strip("/") for k, v in data["kinds"].items()}
     aliases = {k: v for k, v in data.get("aliases", {}).items()}
     for alias, target in aliases.items():

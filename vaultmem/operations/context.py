@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.config import Settings
 from vaultmem.errors import IndexError_
-from vaultmem.filing.contract import Contract, VaultContract
+from vaultmem.filing.contract import CHECKED_FILE, Contract, VaultContract
 from vaultmem.filing.guard import PlanGuard
 from vaultmem.filing.projects import ProjectRegistry
 from vaultmem.operations.lookup import Lookup
@@ -59,7 +59,12 @@ class Context:
         self.store = store
         self.writer = writer
         self.clock = clock
-        self.contracts = VaultContract(layout.root, [layout.state_dir, repo.git_dir], layout.home)
+        self.contracts = VaultContract(
+            layout.root,
+            [layout.state_dir, repo.git_dir],
+            layout.home,
+            checked=layout.state_dir / CHECKED_FILE,
+        )
         # Every agent write, whatever the tool, passes the secret guard in the writer.
         writer.guard = guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
         if index is not None:  # a daemon or a stdio server: its first write need not load the detector
