@@ -134,7 +134,10 @@ def test_graph_answers_nodes_in_items_and_edges_beside_them(env: Env) -> None:
 
 def test_graph_pages_nodes_and_keeps_only_edges_inside_the_page(env: Env) -> None:
     """ "total = returned + filtered_out"; "edges holds the active edges whose two endpoints are both in
-    items, and counts.edges is how many of them there are — not a total"; compact is opt-in."""
+    items, and counts.edges is how many of them there are — not a total"; compact is opt-in.
+    Its own linked pair, so that it holds on whichever worker runs it (the module's other tests may not)."""
+    ends = [env.wire.create(f"graph page end {i}", cwd=env.probe) for i in range(2)]
+    env.wire.store(action="link", source_id=ends[0], target_id=ends[1], edge_type="supports")
     page = env.crystallize(action="graph", cwd=env.probe, limit=1, offset=1, compact=True)
     counts = page["meta"]["counts"]
     assert counts["returned"] == 1 and counts["total"] == counts["returned"] + counts["filtered_out"]
