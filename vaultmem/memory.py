@@ -56,6 +56,7 @@ from vaultmem.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
     from vaultmem.sync.keeper import IndexKeeper
+    from vaultmem.sync.watcher import VaultWatcher
 
 __all__ = [
     "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
@@ -77,41 +78,46 @@ class Memory:
         embedder: Embedder | None = None,
         index: bool = True,
         background_commits: bool = True,
+        watch: bool = False,
     ) -> None:
         self.settings = settings
         layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
         if not layout.root.is_dir():
             raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
-        if not repo.is_repo():
-            raise VaultError(
-                f"{layout.root} is not the top of a git repository of its own; run `vaultmem init "
-                f"{layout.root}` to make it a vault (existing notes are kept)"
-            )
+        repo.require_repo()
         catalog = Catalog(layout)
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
+        self._watcher: VaultWatcher | None = None
         if index:
             from vaultmem.index.embedder import warm_in_background
             from vaultmem.index.heap import return_big_blocks
             from vaultmem.index.opening import calibration_for, embedder_for, open_index
+            from vaultmem.sync.watcher import watch_vault
 
             return_big_blocks()  # a process that opens the index lives long: freed memory goes back
             embedder = embedder or embedder_for(settings)
             self._warmup = warm_in_background(embedder)  # the model loads while the catalog is scanned
-        writer = VaultWriter(
-            layout,
-            repo,
-            catalog,
-            store,
-            lock_timeout=settings.write_lock_timeout,
-            background_commits=background_commits,
-        )
-        try:  # after the scan, not beside it: docs/benchmarks.md, "Start at 100k" says why
+            if watch:  # a daemon: the watches before the scan, so a save while it starts is an event
+                self._watcher = watch_vault(settings, layout.home)
+        writer = None
+        try:
+            writer = VaultWriter(
+                layout,
+                repo,
+                catalog,
+                store,
+                lock_timeout=settings.write_lock_timeout,
+                background_commits=background_commits,
+            )  # the index after the scan, not beside it: docs/benchmarks.md, "Start at 100k" says why
             the_index = open_index(settings, embedder) if index and embedder is not None else None
         except BaseException:  # what the index raised is reported; the writer is closed
             with contextlib.suppress(Exception):
-                writer.close()
+                if self._watcher is not None:
+                    self._watcher.stop()
+                if writer is not None:
+                    writer.close()
             raise
         self._ctx = ctx = Context(
             settings,
@@ -152,7 +158,8 @@ class Memory:
 
     def start_watching(self) -> None:
         """Watch the vault: hand edits indexed, then committed; the sync rounds run meanwhile too."""
-        self._kept().start_watching()
+        watcher, self._watcher = self._watcher, None
+        self._kept().start_watching(watcher)
 
     def sync(self) -> SyncReport:
         """One round with the git remote (commit, fetch, merge, push); the index re-reads what came in."""
@@ -169,6 +176,8 @@ class Memory:
     def close(self) -> None:
         """Stop syncing and watching (committing pending hand edits), flush the commits, close the index."""
         try:
+            if self._watcher is not None:  # watched, never started watching: an open that failed
+                self._watcher.stop()
             if self._keeper is not None:
                 self._keeper.stop_watching()
             self._ctx.writer.close()

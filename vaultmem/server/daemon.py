@@ -164,7 +164,7 @@ class Daemon:
         self.port = int(self._sock.getsockname()[1])
         try:
             ensure_token(self.token_file)
-            self.memory = Memory(self.settings, embedder=self.embedder)
+            self.memory = Memory(self.settings, embedder=self.embedder, watch=True)
             self.memory.reconcile(progress)
             self.memory.start_watching()  # and sync with the git remote, when it has one
             app = build_app(
@@ -296,7 +296,9 @@ def run_stdio(
     commit queue is flushed before the process exits.
     """
     # The stdio server never syncs on its own (one per agent session): the daemon does.
-    memory = Memory(dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder)
+    memory = Memory(
+        dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder, watch=True
+    )
     try:
         memory.reconcile()
         memory.start_watching()

@@ -28,7 +28,7 @@ from vaultmem.sync.reconcile import (
     reconcile_paths,
     sync_path,
 )
-from vaultmem.sync.watcher import VaultWatcher
+from vaultmem.sync.watcher import VaultWatcher, watch_vault
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.writer import VaultWriter
@@ -162,19 +162,17 @@ class IndexKeeper:
             delay = self._retry_delay
         self.watcher.rescan_soon(delay)
 
-    def start_watching(self) -> VaultWatcher:
-        watcher = VaultWatcher(
-            self.settings.vault,
-            self.settings.state_dir,
+    def start_watching(self, watcher: VaultWatcher | None = None) -> VaultWatcher:
+        """Handle the vault's events: those of ``watcher``, whose watches went up before the vault
+        was scanned (:func:`watch_vault`), or of a watcher made now."""
+        watcher = watcher or watch_vault(self.settings, self.layout.home)
+        watcher.attach(
             sync_path=self.sync_path,
             rescan=self._rescan,
             commit=self.writer.commit_hand_edits,
-            quiet_period=self.settings.commit_quiet_period,
-            rescan_interval=self.settings.rescan_interval,
-            home=self.layout.home,
             sync_paths=self.sync_paths,
         )
-        watcher.start()
+        watcher.run()
         self.watcher = watcher
         self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
         for start, _stop in self.companions:

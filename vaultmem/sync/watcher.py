@@ -21,6 +21,7 @@ from typing import TypeVar
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
 from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel, is_side_file
 
@@ -78,6 +79,10 @@ class VaultWatcher:
     ``rescan()`` reconciles the whole vault and returns the paths it changed; ``commit(paths)``
     records hand edits in git. ``sync_paths(rels)``, when given, does what ``sync_path`` does for
     each of many paths due at once (a merge another process made), in one index batch.
+
+    The watches can go up before the handlers exist (:meth:`watch`, then :meth:`attach` and
+    :meth:`run`): a daemon watches before it scans the vault, so that a save landing while it
+    starts is an event, not a change no one looks at until the next periodic rescan.
     """
 
     def __init__(
@@ -85,9 +90,9 @@ class VaultWatcher:
         root: Path,
         state_dir: Path,
         *,
-        sync_path: Callable[[str], str],
-        rescan: Callable[[], list[str]],
-        commit: Callable[[list[str]], None],
+        sync_path: Callable[[str], str] | None = None,
+        rescan: Callable[[], list[str]] | None = None,
+        commit: Callable[[list[str]], None] | None = None,
         debounce: float = 0.15,
         quiet_period: float = 2.0,
         rescan_interval: float = 300.0,
@@ -197,7 +202,27 @@ class VaultWatcher:
             self._cond.notify()
 
     # -- lifecycle ----------------------------------------------------------------------------
+    def attach(
+        self,
+        *,
+        sync_path: Callable[[str], str],
+        rescan: Callable[[], list[str]],
+        commit: Callable[[list[str]], None],
+        sync_paths: Callable[[list[str]], dict[str, str]] | None = None,
+    ) -> None:
+        """Who handles the events (before :meth:`run`)."""
+        self._sync_path, self._rescan, self._commit = sync_path, rescan, commit
+        self._sync_paths = sync_paths
+
     def start(self) -> None:
+        """:meth:`watch`, then :meth:`run`."""
+        self.watch()
+        self.run()
+
+    def watch(self) -> None:
+        """Put the watches up: events are recorded from now on, and handled once :meth:`run` runs."""
+        if self._observer is not None:
+            return
         for name in _WATCHDOG_LOGGERS:
             logging.getLogger(name).addHandler(self._spy)
         # The vault root is watched on its own and each note folder recursively, so that git's
@@ -211,8 +236,20 @@ class VaultWatcher:
         for child in sorted(self.root.iterdir()):
             if self._watchable(child):
                 self._watch(child)
-        self._thread = threading.Thread(target=self._loop, name="vaultmem-watcher", daemon=True)
-        self._thread.start()
+
+    def _handlers(
+        self,
+    ) -> tuple[Callable[[str], str], Callable[[], list[str]], Callable[[list[str]], None]]:
+        if self._sync_path is None or self._rescan is None or self._commit is None:
+            raise RuntimeError("attach the watcher's handlers before running it")
+        return self._sync_path, self._rescan, self._commit
+
+    def run(self) -> None:
+        """Handle what the watches recorded, since :meth:`watch` and from now on."""
+        self._handlers()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="vaultmem-watcher", daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
         """Stop watching; process what is due and commit what is dirty before returning."""
@@ -257,18 +294,19 @@ class VaultWatcher:
                 if rescan:
                     self._rescan_at = float("inf")
                 new_folders, self._new_folders = self._new_folders, set()
+            sync_path, rescan_vault, commit = self._handlers()
             for folder in sorted(new_folders):
                 _safe(partial(self._watch, folder), None)
             changed: list[str] = []
             if rescan:
                 next_rescan = now + self.rescan_interval
-                changed.extend(_safe(self._rescan, []))
+                changed.extend(_safe(rescan_vault, []))
                 self.rescans += 1
             batch: dict[str, str] = {}
             if self._sync_paths is not None and len(ready) >= BATCH:
                 batch = _safe(partial(self._sync_paths, ready), {})
             for rel in ready:
-                outcome = batch.get(rel) or _safe(partial(self._sync_path, rel), "error")
+                outcome = batch.get(rel) or _safe(partial(sync_path, rel), "error")
                 if outcome in _COMMITTED:
                     changed.append(rel)
             if changed:
@@ -281,9 +319,25 @@ class VaultWatcher:
                 if to_commit:
                     self._dirty.clear()
             if to_commit:
-                _safe(partial(self._commit, to_commit), None)
+                _safe(partial(commit, to_commit), None)
             if stopping and not self._due:
                 return
+
+
+def watch_vault(settings: Settings, home: str = "") -> VaultWatcher:
+    """A watcher of the vault whose watches are up: the events from now on are kept until its
+    handlers are attached and it runs (``IndexKeeper.start_watching``). A daemon calls it before
+    the vault is scanned, so that a save landing while it starts is not missed until the periodic
+    rescan."""
+    watcher = VaultWatcher(
+        settings.vault,
+        settings.state_dir,
+        quiet_period=settings.commit_quiet_period,
+        rescan_interval=settings.rescan_interval,
+        home=home,
+    )
+    watcher.watch()
+    return watcher
 
 
 def _safe(fn: Callable[[], T], fallback: T) -> T:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.errors import GitError, GitLocked
+from vaultmem.errors import GitError, GitLocked, VaultError
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
 
 log = logging.getLogger(__name__)
@@ -195,6 +195,14 @@ class GitRepo:
         except GitError:
             return False
         return bool(top) and Path(top).resolve() == Path(self.work_tree).expanduser().resolve()
+
+    def require_repo(self) -> None:
+        """Raise :class:`VaultError` saying what to do unless :meth:`is_repo`."""
+        if not self.is_repo():
+            raise VaultError(
+                f"{self.work_tree} is not the top of a git repository of its own; run `vaultmem init "
+                f"{self.work_tree}` to make it a vault (existing notes are kept)"
+            )
 
     def person(self) -> Author:
         """The person's git identity (``user.name``/``user.email`` of the repository or their
