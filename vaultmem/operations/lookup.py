@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import InvalidInput, NotFound
 from vaultmem.notes.frontmatter import NoteText
-from vaultmem.notes.ids import canonical_id, derived_id, is_full_id
+from vaultmem.notes.ids import canonical_id, is_full_id
 from vaultmem.notes.links import (
     LINK_TARGETS_KEY,
     TEXT_LINK,
@@ -22,7 +22,7 @@ from vaultmem.notes.links import (
 )
 from vaultmem.notes.model import LIVE_STATUSES
 from vaultmem.operations.results import Json, Thought
-from vaultmem.sync.graph import EdgeGraph
+from vaultmem.sync.graph import EdgeGraph, index_id
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.store import NoteStore
@@ -49,9 +49,11 @@ class Lookup:
         self.index = index
 
     # -- thoughts ---------------------------------------------------------------------------
-    @staticmethod
-    def id_of(entry: Entry) -> str:
-        return entry.id or derived_id(entry.path)
+    def id_of(self, entry: Entry) -> str:
+        """The id a note answers under: its own while its file holds it, else one derived from its
+        path (a sync client's conflict copy or a hand copy carrying another file's id), as it is
+        indexed (:func:`~vaultmem.sync.graph.index_id`)."""
+        return index_id(entry, self.catalog)
 
     def entry(self, note_id: str) -> Entry | None:
         """The catalog entry of a thought id (a note without an ``id`` key has a derived one)."""

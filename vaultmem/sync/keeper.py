@@ -61,7 +61,7 @@ class IndexKeeper:
         #: (start, stop) of what runs while the vault is watched: the daemon's sync rounds, started
         #: after the watcher and stopped before it (``operations/sync.py``).
         self.companions: list[tuple[Callable[[], None], Callable[[], None]]] = []
-        writer.add_listener(IndexListener(index, graph))
+        writer.add_listener(IndexListener(index, graph, catalog))
         # Index writes that failed (a full disk under the state directory) are written again by a
         # reconcile: the first one RETRY_FIRST s after the failure, then backing off to RETRY_MAX.
         self._retry_lock = threading.Lock()

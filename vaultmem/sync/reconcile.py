@@ -66,13 +66,18 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
 class IndexListener:
     """Keeps the index current with the service's own writes (read your writes)."""
 
-    def __init__(self, index: NoteIndex, edges: EdgeGraph | None = None) -> None:
+    def __init__(
+        self, index: NoteIndex, edges: EdgeGraph | None = None, catalog: Catalog | None = None
+    ) -> None:
         self.index = index
         self.edges = edges
+        #: Who holds each id: a write to a conflict copy (which carries its original's id) goes to
+        #: the copy's own row, never over the original's.
+        self.catalog = catalog
 
     def notes_written(self, notes: list[Note]) -> None:
         """A batch written as one action: one index upsert, then the edges of every note."""
-        self.index.upsert([record_for(n) for n in notes])
+        self.index.upsert([record_for(n, self.catalog) for n in notes])
         if self.edges is not None:
             self.edges.update_many(notes)
 
