@@ -12,6 +12,21 @@ from pathlib import Path
 
 #: Temp files carry this prefix so the watcher and reconcile ignore them and a restart can sweep them.
 TEMP_PREFIX = ".vaultmem-tmp-"
+#: The longest file name, in bytes, that Linux's and macOS's file systems take.
+NAME_MAX = 255
+
+
+def temp_name(name: str, suffix: str = "") -> str:
+    """The name of a temp file beside the file ``name``: ``.vaultmem-tmp-<name>.<pid>.<random>``
+    and ``suffix``, with ``name`` cut (at a character) so that it fits :data:`NAME_MAX` bytes. A
+    note may have any legal name (a title of 76 Japanese characters is 231 bytes), and the temp
+    name used to be ~30 bytes longer than the note's: every write to such a note failed."""
+    tail = f".{os.getpid()}.{os.urandom(4).hex()}{suffix}"
+    room = NAME_MAX - len(TEMP_PREFIX) - len(tail)
+    raw = os.fsencode(name)
+    if len(raw) > room:
+        name = raw[:room].decode("utf-8", "ignore")
+    return f"{TEMP_PREFIX}{name}{tail}"
 
 
 def fsync_dir(directory: Path) -> None:
@@ -35,7 +50,7 @@ def write_temp(path: Path, data: bytes, *, durable: bool = True) -> Path:
     """
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
+    tmp = directory / temp_name(path.name)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:

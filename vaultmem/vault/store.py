@@ -15,7 +15,7 @@ from pathlib import Path
 from vaultmem.errors import ChangedOnDisk, VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
-from vaultmem.vault.atomic import TEMP_PREFIX, atomic_write, fsync_dir, write_temp
+from vaultmem.vault.atomic import atomic_write, fsync_dir, temp_name, write_temp
 from vaultmem.vault.catalog import read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
 
@@ -183,7 +183,7 @@ def _open_quietly(path: Path) -> int | None:
 def _second_name(path: Path) -> Path | None:
     """A hard link to ``path`` beside it, named as a temp file (ignored by git, the watcher and
     reconcile; swept at start if a crash leaves it), or None where links cannot be made."""
-    link = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}.kept"
+    link = path.parent / temp_name(path.name, ".kept")
     try:
         os.link(path, link)
     except OSError:
