@@ -99,7 +99,7 @@ def diagnose(
         e.path for e in entries if CONFLICT_TAG in e.tags and e.status != "deleted"
     )  # a sync merge's: the person merges it, then forgets it
     report.conflict_copies = sorted(
-        p for p in paths if is_conflict_copy(p) and p not in report.conflict_notes
+        p for p in paths if is_conflict_copy(p, layout.root) and p not in report.conflict_notes
     )
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()

@@ -43,7 +43,7 @@ def record_for(note: Note, catalog: Catalog | None = None) -> NoteRecord:
     if body_tags is None:
         body_tags = text_refs(note.body).tags
     tags = (*note.tags, *(t for t in body_tags if t not in note.tags))
-    if is_conflict_copy(note.path):
+    if is_conflict_copy(note.path, catalog.layout.root if catalog is not None else None):
         tags = (*tags, CONFLICT_COPY_TAG)
     session = note.source.get("session")
     return NoteRecord(

@@ -209,7 +209,7 @@ class Catalog:
             return
         heirs = [p for p in self.problems if (e := self._by_path.get(p)) is not None and e.id == note_id]
         if heirs:
-            heir = min(heirs, key=lambda p: (is_conflict_copy(p), p))
+            heir = min(heirs, key=lambda p: (is_conflict_copy(p, self.layout.root), p))
             del self.problems[heir]
             self._by_id[note_id] = heir
             for other in heirs:  # the others now share it with the heir
@@ -234,7 +234,7 @@ class Catalog:
         path = entry.path
         self._by_path[path] = entry
         stem = path.rsplit("/", 1)[-1].removesuffix(".md")  # the slug (once: every note, every start)
-        copy = is_conflict_stem(stem)
+        copy = is_conflict_stem(stem, self.layout.root / path.rpartition("/")[0])
         if entry.id:
             owner = self._by_id.get(entry.id)
             if owner is not None and owner != path and self._gave_up(owner, entry.id):
@@ -251,7 +251,8 @@ class Catalog:
                 self._remove(owner)
                 self._no_problem(owner)
                 owner = None
-            if owner is not None and owner != entry.path and is_conflict_copy(owner) and not copy:
+            root = self.layout.root
+            if owner is not None and owner != entry.path and not copy and is_conflict_copy(owner, root):
                 # A sync client's copy was seen first: the original takes its id back.
                 self.problems[owner] = _same_id(owner, entry.path)
                 owner = None

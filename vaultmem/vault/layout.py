@@ -26,6 +26,8 @@ CONFLICT_COPY = re.compile(
     r"|\.conflict-[0-9a-f]{8}$)",
     re.IGNORECASE,
 )
+#: The numbered form (``name (1)``): a copy only beside its original (:func:`is_conflict_stem`).
+_NUMBERED = re.compile(r"\s\(\d+\)")
 #: Folders whose files are never committed, whatever the vault's .gitignore says.
 NEVER_COMMITTED_DIRS = frozenset({STATE_DIRNAME, ".trash"})
 
@@ -35,17 +37,24 @@ def is_ignored_name(name: str) -> bool:
     return name.startswith(TEMP_PREFIX) or bool(_SWAP.search(name))
 
 
-def is_conflict_copy(rel: str) -> bool:
-    """True for a sync client's conflict copy of a note (indexed, flagged, never merged or deleted)."""
-    return is_conflict_stem(rel.rsplit("/", 1)[-1].removesuffix(".md"))
+def is_conflict_copy(rel: str, root: Path | None = None) -> bool:
+    """True for a sync client's conflict copy of a note (indexed, flagged, never merged or deleted).
+    With the vault's ``root``, a name that is only numbered (``Lecture (1).md``) is a copy only
+    while its original (``Lecture.md``) is beside it: a person names notes that way too."""
+    folder, _, name = rel.rpartition("/")
+    return is_conflict_stem(name.removesuffix(".md"), None if root is None else root / folder)
 
 
-def is_conflict_stem(stem: str) -> bool:
-    """:func:`is_conflict_copy` of a file's stem. Every pattern holds a ")" or the word "conflict":
-    a stem with neither (nearly all, at every start) is answered without the expression."""
+def is_conflict_stem(stem: str, folder: Path | None = None) -> bool:
+    """:func:`is_conflict_copy` of a file's stem (in ``folder``, when given). Every pattern holds a
+    ")" or the word "conflict": a stem with neither (nearly all, at every start) is answered
+    without the expression."""
     if ")" not in stem and "conflict" not in stem.lower():
         return False
-    return bool(CONFLICT_COPY.search(stem))
+    found = CONFLICT_COPY.search(stem)
+    if found is None or folder is None or not _NUMBERED.fullmatch(found.group(0)):
+        return found is not None
+    return (folder / f"{stem[: found.start()]}.md").exists()  # numbered: only beside its original
 
 
 def is_never_committed(rel: str) -> bool:
