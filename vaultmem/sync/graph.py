@@ -249,6 +249,13 @@ class EdgeGraph:
                 names.add(_names(path, ())[0])
             self._refresh(names, {source_id})
 
+    def path_gone(self, path: str) -> None:
+        """The file at ``path`` is gone and no row went with it (a note renamed by hand whose new
+        name was seen first: its id and row are at the new name already): the links that named the
+        old file name resolve again (to nothing, or to another note of that name)."""
+        with self._lock:
+            self._refresh({_names(path, ())[0]})
+
     def _compute(self, source_id: str, path: str, entry: Entry | None, note: Note | None) -> None:
         """Recompute one note's edges: typed ones from ``note`` (read from the vault when it has
         typed links and is not given), those of its text from ``entry`` (or ``note``) unless the

@@ -256,6 +256,8 @@ def sync_path(
         rows = index.records_for_paths([rel])
         if rows:
             _drop_rows(catalog, index, rows, edges)
+        elif edges is not None and rel.endswith(".md"):
+            edges.path_gone(rel)  # its row went with its id to a new name: links by the old name dangle
         # A note renamed by hand whose new name was seen first has already lost its entry and
         # row to the new path; its old path's removal must still be committed (a missing path
         # git never tracked is left out of the commit).

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaultmem.errors import ChangedOnDisk, VaultError
+from vaultmem.errors import ChangedOnDisk, MalformedNote, VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
 from vaultmem.vault.atomic import atomic_write, fsync_dir, temp_name, write_temp
@@ -29,7 +29,15 @@ class NoteStore:
         self._reads = threading.local()
 
     def read(self, rel: str) -> Note:
-        note, digest = read_note_and_hash(self.layout, rel)
+        try:
+            note, digest = read_note_and_hash(self.layout, rel)
+        except MalformedNote as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):  # the catalog has not caught up yet
+                raise ChangedOnDisk(
+                    f"{rel} was moved or deleted a moment ago, and vaultmem has not caught up with "
+                    "it yet; run the same call again in a second"
+                ) from exc
+            raise
         ledger: dict[str, str] | None = getattr(self._reads, "ledger", None)
         if ledger is not None:
             ledger.setdefault(rel, digest)  # the first read is the one a decision built on
