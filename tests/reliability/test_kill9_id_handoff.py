@@ -9,6 +9,7 @@ copy's own id, and the link follows. Before row 25's fix search and get disagree
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from _support import ServeProcess, assert_git_clean_and_sound
@@ -63,3 +64,37 @@ def test_a_kill_9_after_the_watcher_handed_an_id_on_leaves_search_and_get_agreei
         finally:
             assert served.stop() == 0
     assert_git_clean_and_sound(vault)
+
+
+def test_a_kill_9_after_a_hand_copy_of_an_agents_note_leaves_the_id_with_the_agents_note(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Obsidian's "Make a copy" (``<name> 1.md``, the same ``id:``) of a note an agent wrote since the
+    start, the copy then edited; a kill -9 once the daemon was quiet. The next start used to give the
+    id and its links to the copy (its name sorts first, and the catalog's cache knew neither file:
+    it was saved only at scans and at close). Found by a helper attacking renames (2026-12-03)."""
+    from vaultmem.config import Settings
+
+    cache = Settings.resolve(vault).state_dir / "catalog.cache"
+    config = tmp_path / "config"
+    served = ServeProcess(vault, config)
+    try:
+        wire = wire_of(served)
+        x = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
+        y = wire.create("Who books the studio, and when", title="Booking rules")
+        wire.store(action="link", source_id=y, target_id=x, edge_type="depends_on")
+        made = vault / "memory/semantic/kiln-schedule 1.md"
+        made.write_text((vault / ORIGINAL).read_text("utf-8").replace("noon", "noon sharp"), "utf-8")
+        wait_for(lambda: "kiln-schedule 1" in hits(wire))  # the watcher read the copy
+        seen = time.time_ns()
+        wait_for(lambda: cache.exists() and cache.stat().st_mtime_ns > seen, timeout=30)  # saved once quiet
+    finally:
+        served.kill()
+    served = ServeProcess(vault, config)
+    try:
+        wire = wire_of(served)
+        assert path_of(wire, x) == ORIGINAL
+        assert hits(wire)["kiln-schedule"] == x and hits(wire)["kiln-schedule 1"] != x
+        assert upstream(wire, y) == [("depends_on", x)]
+    finally:
+        assert served.stop() == 0

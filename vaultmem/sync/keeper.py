@@ -34,6 +34,8 @@ from vaultmem.vault.layout import VaultLayout
 from vaultmem.vault.writer import VaultWriter
 
 log = logging.getLogger(__name__)
+#: Seconds after the last change at which a daemon saves the catalog's cache (``save_when_quiet``).
+CATALOG_QUIET_S = 5.0
 #: Seconds to the first reconcile after an index write failed, and the most between two retries.
 RETRY_FIRST = 1.0
 RETRY_MAX = 30.0
@@ -174,6 +176,7 @@ class IndexKeeper:
         )
         watcher.run()
         self.watcher = watcher
+        self.catalog.save_when_quiet(CATALOG_QUIET_S)  # a start after a kill -9 knows the holders
         self.graph.warm_in_background()  # a daemon: the links of the notes' text, off the start's path
         for start, _stop in self.companions:
             start()

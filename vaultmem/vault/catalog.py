@@ -16,6 +16,7 @@ import logging
 import posixpath
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -92,6 +93,9 @@ class Catalog:
         #: not UTF-8, a named pipe, a socket, a device). Reported by doctor and health.
         self.skipped: dict[str, str] = {}
         self._cache_file = layout.state_dir / "catalog.cache"
+        self._quiet_delay: float | None = None  # save_when_quiet
+        self._save_due = 0.0
+        self._saver: threading.Thread | None = None
 
     # -- building ---------------------------------------------------------------------------
     def scan(self, temp_files: list[str] | None = None) -> tuple[int, int]:
@@ -143,12 +147,40 @@ class Catalog:
             self.save_cache()
         return seen, parsed
 
+    def save_when_quiet(self, delay: float) -> None:
+        """Save the cache ``delay`` seconds after the changes (writes, the watcher's paths) pause,
+        not only at scans and at close: a daemon does, so that a start after a kill -9 knows from
+        the cache which file held each id since (a copy made by hand, whose name sorts first,
+        used to take an agent's note's id and links at that start)."""
+        self._quiet_delay = delay
+
+    def _changed(self) -> None:
+        if self._quiet_delay is None:
+            return
+        with self._lock:
+            self._save_due = time.monotonic() + self._quiet_delay
+            if self._saver is None:
+                self._saver = threading.Thread(target=self._save_when_due, name="vaultmem-catalog-save")
+                self._saver.daemon = True
+                self._saver.start()
+
+    def _save_when_due(self) -> None:
+        while True:
+            with self._lock:
+                wait = self._save_due - time.monotonic()
+                if wait <= 0:
+                    self._saver = None
+                    break
+            time.sleep(wait)
+        self.save_cache()
+
     def refresh(self, rel: str) -> Entry | None:
         """Re-read one path (created, changed or gone) and update the lookups."""
         with self._lock:
             held = self._id_held_by(rel)
             entry = self._read(rel)
             self._hand_on(held)
+            self._changed()
             return entry
 
     def _read(self, rel: str) -> Entry | None:
@@ -186,6 +218,7 @@ class Catalog:
             self._remove(note.path)
             self._no_problem(note.path)
             self._add(entry)
+            self._changed()
         return entry
 
     def forget_path(self, rel: str) -> None:
@@ -195,6 +228,7 @@ class Catalog:
             self._no_problem(rel)
             self.skipped.pop(shown(rel), None)
             self._hand_on(held)
+            self._changed()
 
     def _id_held_by(self, rel: str) -> str | None:
         """The id the note at ``rel`` holds (None when it holds none: no id, or a copy's)."""
