@@ -58,3 +58,38 @@ def test_a_conflict_copy_answers_under_its_own_id_in_every_tool_and_forgetting_i
             original.relative_to(vault).as_posix()
         )
         assert wait_for(lambda: searched() == {original.stem: original_id})
+
+
+def test_a_holder_renamed_to_a_conflict_copys_name_yields_the_id_to_a_plain_file_that_carries_it(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Note C is given B's ``id:`` by hand, then B's file is renamed to a sync client's conflict
+    name: the plain file C holds the id, live as at a restart (live, the renamed conflict copy
+    used to keep it: found by the same helper)."""
+
+    def view(wire: Wire, b: str) -> tuple[str, list[str]]:
+        """Where ``get`` finds B and who links to it ("" while its file just went: retryable)."""
+        answer = wire.call("memory_recall", action="get", thought_id=b, include_edges=True, compact=False)
+        if answer.is_error:
+            return "", []
+        got = (answer.structured_content or {})["result"]["item"]
+        return got["path"], [row["thought"]["id"] for row in got["upstream"]]
+
+    with running_daemon(vault, tmp_path / "token") as daemon:
+        wire = Wire(daemon)
+        a = wire.create("Source note alpha")
+        b = wire.create("Target note bravo")
+        c = wire.create("Other note charlie")
+        wire.store(action="link", source_id=a, target_id=b, edge_type="supports")
+        paths = {i: wire.recall(action="get", thought_id=i, fields=["path"])["item"]["path"] for i in (b, c)}
+        carrier = vault / paths[c]
+        carrier.write_text(carrier.read_text("utf-8").replace(f"id: {c}", f"id: {b}"), "utf-8")
+        wait_for(
+            lambda: structured(wire.call("memory_search", query="charlie", limit=3))["results"][0]["id"] != c
+        )
+        bravo = vault / paths[b]
+        bravo.rename(bravo.with_name(f"{bravo.stem} (conflicted copy 2026-12-03).md"))
+        wait_for(lambda: view(wire, b)[0] == paths[c])
+        live = view(wire, b)
+    with running_daemon(vault, tmp_path / "token") as restarted:
+        assert view(Wire(restarted), b) == live

@@ -285,6 +285,8 @@ class Catalog:
                 self._remove(owner)
                 self._no_problem(owner)
                 owner = None
+                if copy:  # renamed to a conflict copy's name: a plain file carrying the id takes it
+                    owner = self._plain_heir(entry.id)
             root = self.layout.root
             if owner is not None and owner != entry.path and not copy and is_conflict_copy(owner, root):
                 # A sync client's copy was seen first: the original takes its id back.
@@ -305,6 +307,23 @@ class Catalog:
         day = entry.created_day
         if day:
             self._days[day] += 1
+
+    def _plain_heir(self, note_id: str) -> str | None:
+        """The first plain file reported for carrying ``note_id`` too, now given it (as
+        :meth:`_hand_on` and a start do: a conflict copy holds an id only when no other file
+        carries it); None when there is none."""
+        root = self.layout.root
+        heirs = [
+            p
+            for p in self.problems
+            if (e := self._by_path.get(p)) is not None and e.id == note_id and not is_conflict_copy(p, root)
+        ]
+        if not heirs:
+            return None
+        heir = min(heirs)
+        del self.problems[heir]
+        self._by_id[note_id] = heir
+        return heir
 
     def _gave_up(self, rel: str, note_id: str) -> bool:
         """Whether the file at ``rel``, which held ``note_id``, changed since it was read and no
