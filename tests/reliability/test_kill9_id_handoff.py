@@ -33,6 +33,14 @@ def wire_of(process: ServeProcess) -> Wire:
     return Wire(_Served(process))  # type: ignore[arg-type]
 
 
+def linked_pair(wire: Wire) -> tuple[str, str]:
+    """X (the kiln schedule, at ``ORIGINAL``) and Y, which depends on X: ``(x, y)``."""
+    x = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
+    y = wire.create("Who books the studio, and when", title="Booking rules")
+    wire.store(action="link", source_id=y, target_id=x, edge_type="depends_on")
+    return x, y
+
+
 def test_a_kill_9_after_the_watcher_handed_an_id_on_leaves_search_and_get_agreeing(
     vault: Path, tmp_path: Path
 ) -> None:
@@ -40,9 +48,7 @@ def test_a_kill_9_after_the_watcher_handed_an_id_on_leaves_search_and_get_agreei
     served = ServeProcess(vault, config)
     try:
         wire = wire_of(served)
-        x = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
-        y = wire.create("Who books the studio, and when", title="Booking rules")
-        wire.store(action="link", source_id=y, target_id=x, edge_type="depends_on")
+        x, y = linked_pair(wire)
         (vault / COPY).write_bytes((vault / ORIGINAL).read_bytes())
         both = wait_for(lambda: [h for h in [hits(wire)] if len(h) == 2])[0]
         copy_id = both["kiln-schedule-copy"]
@@ -80,9 +86,7 @@ def test_a_kill_9_after_a_hand_copy_of_an_agents_note_leaves_the_id_with_the_age
     served = ServeProcess(vault, config)
     try:
         wire = wire_of(served)
-        x = wire.create("The kiln fires at noon on Fridays.", title="Kiln schedule")
-        y = wire.create("Who books the studio, and when", title="Booking rules")
-        wire.store(action="link", source_id=y, target_id=x, edge_type="depends_on")
+        x, y = linked_pair(wire)
         made = vault / "memory/semantic/kiln-schedule 1.md"
         made.write_text((vault / ORIGINAL).read_text("utf-8").replace("noon", "noon sharp"), "utf-8")
         wait_for(lambda: "kiln-schedule 1" in hits(wire))  # the watcher read the copy
