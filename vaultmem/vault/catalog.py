@@ -235,20 +235,25 @@ class Catalog:
         entry = self._by_path.get(rel)
         return entry.id if entry is not None and entry.id and self._by_id.get(entry.id) == rel else None
 
-    def _hand_on(self, note_id: str | None) -> None:
+    def _hand_on(self, note_id: str | None, *, plain_only: bool = False) -> str | None:
         """The file that held ``note_id`` is gone or carries another id now: a file reported for
         carrying it too (a copy made by hand) takes it, as the next start's scan would give it.
-        A sync client's conflict copy only when no other file carries it; else the first path."""
+        A sync client's conflict copy only when no other file carries it (never, ``plain_only``);
+        else the first path. Return the file that took it, if one did."""
         if not note_id or note_id in self._by_id:
-            return
+            return None
         heirs = [p for p in self.problems if (e := self._by_path.get(p)) is not None and e.id == note_id]
-        if heirs:
-            heir = min(heirs, key=lambda p: (is_conflict_copy(p, self.layout.root), p))
-            del self.problems[heir]
-            self._by_id[note_id] = heir
-            for other in heirs:  # the others now share it with the heir
-                if other != heir:
-                    self.problems[other] = _same_id(other, heir)
+        if not heirs:
+            return None
+        heir = min(heirs, key=lambda p: (is_conflict_copy(p, self.layout.root), p))
+        if plain_only and is_conflict_copy(heir, self.layout.root):
+            return None
+        del self.problems[heir]
+        self._by_id[note_id] = heir
+        for other in heirs:  # the others now share it with the heir
+            if other != heir:
+                self.problems[other] = _same_id(other, heir)
+        return heir
 
     def _no_problem(self, rel: str) -> None:
         if self.problems.pop(rel, None) is not None:
@@ -286,7 +291,7 @@ class Catalog:
                 self._no_problem(owner)
                 owner = None
                 if copy:  # renamed to a conflict copy's name: a plain file carrying the id takes it
-                    owner = self._plain_heir(entry.id)
+                    owner = self._hand_on(entry.id, plain_only=True)
             root = self.layout.root
             if owner is not None and owner != entry.path and not copy and is_conflict_copy(owner, root):
                 # A sync client's copy was seen first: the original takes its id back.
@@ -307,23 +312,6 @@ class Catalog:
         day = entry.created_day
         if day:
             self._days[day] += 1
-
-    def _plain_heir(self, note_id: str) -> str | None:
-        """The first plain file reported for carrying ``note_id`` too, now given it (as
-        :meth:`_hand_on` and a start do: a conflict copy holds an id only when no other file
-        carries it); None when there is none."""
-        root = self.layout.root
-        heirs = [
-            p
-            for p in self.problems
-            if (e := self._by_path.get(p)) is not None and e.id == note_id and not is_conflict_copy(p, root)
-        ]
-        if not heirs:
-            return None
-        heir = min(heirs)
-        del self.problems[heir]
-        self._by_id[note_id] = heir
-        return heir
 
     def _gave_up(self, rel: str, note_id: str) -> bool:
         """Whether the file at ``rel``, which held ``note_id``, changed since it was read and no
