@@ -232,6 +232,33 @@ def test_source_url_with_the_same_title_updates_in_place(service: Memory) -> Non
     assert service.note(first["id"]).body == "v2 of the page\n"
 
 
+def test_a_cards_source_is_found_after_a_restart_and_not_in_a_sync_clients_copy(
+    vault: Path, open_service: OpenService
+) -> None:
+    """The catalog's lookup by source is rebuilt from its cache at a start, and a sync client's
+    conflict copy of a card (same source, same title) is never the card updated in place."""
+    service = open_service()
+    first = ok(service.capture("v1", title="Feed card", source_url="https://example.com/feed"))
+    service.close()
+    path = file_of_path(vault, first["slug"])
+    copy = path.with_name(f"{path.stem} (Ann's conflicted copy 2026-03-14).md")
+    copy.write_bytes(path.read_bytes())
+    path.unlink()  # the original gone, its copy left: the copy is no card to update
+    service = open_service()
+    again = ok(service.capture("v2", title="Feed card", source_url="https://example.com/feed"))
+    assert "updated" not in again and again["id"] != first["id"]
+    assert copy.read_text(encoding="utf-8").endswith("v1\n")
+    service.close()
+    service = open_service()
+    third = ok(service.capture("v3", title="Feed card", source_url="https://example.com/feed"))
+    assert third["updated"] is True and third["id"] == again["id"]
+
+
+def file_of_path(vault: Path, slug: str) -> Path:
+    [path] = [p for p in note_files(vault) if p.stem == slug]
+    return path
+
+
 def test_the_same_source_with_another_title_is_a_new_card(service: Memory) -> None:
     first = ok(service.capture("one", title="Card one", source_id="pkg:alpha"))
     second = ok(service.capture("two", title="Card two", source_id="pkg:alpha"))

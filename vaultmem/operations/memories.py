@@ -314,14 +314,9 @@ class Memories:
 
     def _source_home(self, title: str, source_id: str | None, source_url: str | None) -> Entry | None:
         wanted = title.casefold()
-        for entry in self.ctx.catalog.entries():
-            if entry.status not in ("active", "unfiled") or entry.title.casefold() != wanted:
-                continue
-            if not self._ours(entry):
-                continue
-            if (source_id and entry.source_id == source_id) or (
-                source_url and entry.source_url == source_url
-            ):
+        for entry in self.ctx.catalog.from_source(source_id, source_url):
+            live = entry.status in ("active", "unfiled")
+            if live and entry.title.casefold() == wanted and self._ours(entry):
                 return entry
         return None
 
