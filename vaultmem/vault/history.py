@@ -290,19 +290,24 @@ class GitRepo:
             return False
         # A path that is neither on disk nor tracked (created and removed between two commits), or
         # that git cannot record (a named pipe, a socket), would make git refuse the whole
-        # pathspec: leave such paths out.
-        tracked_missing = self._tracked(unique)
-        unique = [p for p in unique if p in tracked_missing or _committable(self.work_tree / p)]
+        # pathspec: leave such paths out. A deletion the person staged themselves (`git rm`,
+        # `git mv`) is in HEAD but no longer in git's index: `git add` would refuse its path, the
+        # commit takes it.
+        in_index, staged_gone = self._tracked(unique)
+        unique = [p for p in unique if p in in_index or p in staged_gone or _committable(self.work_tree / p)]
         if not unique:
             return False
+        to_add = [p for p in unique if p not in staged_gone]
         # Paths and message go through stdin and a file, not argv: a batch of thousands of notes
         # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all). The
         # file lives in the git directory (never synced, never committed, swept at start if a kill
         # left it), not in the system temp folder.
         listed = "\0".join(unique).encode("utf-8", "surrogateescape")  # a name's own bytes
-        self._with_lock_retries(
-            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_bytes=listed
-        )
+        if to_add:
+            self._with_lock_retries(
+                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                input_bytes="\0".join(to_add).encode("utf-8", "surrogateescape"),
+            )  # fmt: skip
         if describe is not None:
             # --no-renames: a rename would list only the new name, and leave the deletion staged
             out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", errors="surrogateescape")
@@ -342,12 +347,21 @@ class GitRepo:
         ).strip()
         self._with_lock_retries("update-ref", "-m", "vaultmem: audit line", "HEAD", new, head)
 
-    def _tracked(self, paths: Sequence[str]) -> frozenset[str]:
+    def _tracked(self, paths: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """Of ``paths`` gone from disk: those in git's index, and those whose deletion is staged
+        already (in HEAD, not in the index)."""
         missing = [p for p in paths if not _committable(self.work_tree / p)]
         if not missing:
-            return frozenset()
+            return frozenset(), frozenset()
         out = self.git("ls-files", "-z", "--", *missing, errors="surrogateescape")
-        return frozenset(p for p in out.split("\0") if p)
+        in_index = frozenset(p for p in out.split("\0") if p)
+        rest = [p for p in missing if p not in in_index]
+        if not rest:
+            return in_index, frozenset()
+        out = self.git(
+            "ls-tree", "-z", "--name-only", "HEAD", "--", *rest, check=False, errors="surrogateescape"
+        )
+        return in_index, frozenset(p for p in out.split("\0") if p) & set(rest)
 
     def pending_changes(self, among: Sequence[str] | None = None) -> list[str]:
         """Vault-relative paths git sees as changed or untracked (ignored files excluded); only
