@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import git, hand_write
 from graph_wire import Wire
 from mcp_harness import running_daemon, structured, wait_for
+
+from vaultmem.errors import GitBusy
 
 NOTE = "---\ntitle: {title}\n---\n{body}\n"
 
@@ -40,3 +43,66 @@ def test_a_git_rm_and_a_git_mv_are_committed_whole_by_the_watcher(vault: Path, t
         assert [h["slug"] for h in hits] == ["new"]
         health = wire.ok("memory_status", action="health")["item"]
         assert not [c for c in health["checks"] if c["name"] == "uncommitted_changes" and not c["ok"]]
+
+
+def person_git(vault: Path, *args: str) -> str:
+    return git(vault, "-c", "user.name=Pat", "-c", "user.email=pat@example.com", *args)
+
+
+def append(wire: Wire, title: str, content: str) -> str:
+    answer = structured(wire.call("memory_append", title=title, content=content, kind="reference"))
+    return str(answer["id"])
+
+
+def slugs_found(wire: Wire, query: str) -> list[str]:
+    return [h["slug"] for h in structured(wire.call("memory_search", query=query))["results"]]
+
+
+def test_an_agents_write_during_a_persons_rebase_survives_its_abort(vault: Path, tmp_path: Path) -> None:
+    """A ``git rebase -i`` stopped at an ``edit`` (HEAD detached): the daemon committed an agent's
+    write onto the detached HEAD, and ``git rebase --abort`` (a reset to where the rebase began)
+    deleted the acknowledged note from the vault and from search, with no word from git. The
+    person's own edit at the stop was committed by the watcher as a hand edit, so their
+    ``git commit --amend`` would have amended that commit instead."""
+    hand_write(vault, "notes/one.md", NOTE.format(title="One", body="first firing notes"), commit=True)
+    hand_write(vault, "notes/two.md", NOTE.format(title="Two", body="second firing notes"), commit=True)
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        person_git(vault, "-c", "sequence.editor=sed -i 1s/^pick/edit/", "rebase", "-q", "-i", "HEAD~1")
+        stopped_at = git(vault, "rev-parse", "HEAD").strip()
+        append(wire, "Rebase write", "clay shrinks twelve percent in the kiln")
+        hand_write(vault, "notes/two.md", NOTE.format(title="Two", body="second firing notes, amended"))
+        wait_for(lambda: "two" in slugs_found(wire, "amended"))
+        assert daemon.memory is not None
+        with pytest.raises(GitBusy, match="a rebase"):  # the commits wait, and say why
+            daemon.memory.flush()
+        assert git(vault, "rev-parse", "HEAD").strip() == stopped_at  # nothing committed into it
+        person_git(vault, "rebase", "--abort")
+        wait_for(lambda: status(vault) == "", timeout=10)
+        assert any(p.startswith("memory/") and p.endswith("rebase-write.md") for p in in_head(vault))
+        assert git(vault, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+        assert slugs_found(wire, "clay shrinks twelve percent") == ["rebase-write"]
+
+
+def test_an_agents_write_while_an_old_commit_is_checked_out_lands_on_the_branch(
+    vault: Path, tmp_path: Path
+) -> None:
+    """``git checkout <older commit>`` to look at the vault as it was: the daemon committed an agent's
+    write onto the detached HEAD, and ``git checkout main`` took the note out of the vault and out of
+    search (git only said a commit was left behind)."""
+    hand_write(vault, "notes/one.md", NOTE.format(title="One", body="first firing notes"), commit=True)
+    hand_write(vault, "notes/two.md", NOTE.format(title="Two", body="second firing notes"), commit=True)
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        person_git(vault, "checkout", "-q", "HEAD~1")
+        wait_for(lambda: "two" not in slugs_found(wire, "second firing notes"))
+        append(wire, "Detached write", "the oven needs twelve hundred degrees")
+        assert daemon.memory is not None
+        with pytest.raises(GitBusy, match="detached HEAD"):
+            daemon.memory.flush()
+        person_git(vault, "checkout", "-q", "main")
+        wait_for(lambda: status(vault) == "", timeout=10)
+        assert any(p.endswith("detached-write.md") for p in in_head(vault))
+        assert git(vault, "branch", "--contains", "HEAD", "--format=%(refname:short)").split() == ["main"]
+        assert slugs_found(wire, "oven twelve hundred degrees") == ["detached-write"]
+        assert "two" in slugs_found(wire, "second firing notes")

@@ -11,6 +11,7 @@
     │   ├── VaultBusy              another vaultmem process held a lock of the vault too long (retry)
     │   └── GitError               git refused an operation
     │       └── GitLocked          another process holds git's lock (the change is safe on disk)
+    │           └── GitBusy        the person's git is mid-operation (a rebase, a detached HEAD)
     └── IndexError_                the derived index is unavailable (rebuild it with `vaultmem reindex`)
 
 Library errors (YAML, git, LanceDB, onnxruntime, OS) are translated once, where they are called,
@@ -78,6 +79,11 @@ class GitLocked(GitError):
     """Another process held git's lock past the lock timeout; the file is safe, the commit retried."""
 
     retryable = True
+
+
+class GitBusy(GitLocked):
+    """The person's git is in the middle of an operation (a rebase, a merge, a cherry-pick, a
+    revert, a checkout of one commit): vaultmem commits nothing until it is over; the file is safe."""
 
 
 class IndexError_(VaultmemError):

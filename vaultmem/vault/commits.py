@@ -102,6 +102,7 @@ class CommitWriter:
         self._thread: threading.Thread | None = None
         self._retry: list[_Job] = []
         self.commits = 0
+        self._failing = ""  # the error of the attempts failing in a row (logged once)
         #: Held around every commit (the vault's writer passes its commit gate, so no commit lands
         #: while a sync round merges); told after every commit that landed (automatic sync rounds).
         self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
@@ -192,12 +193,15 @@ class CommitWriter:
             try:
                 self._commit_run(run)
             except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
-                log.warning("commit failed, will retry: %s", exc)
+                if str(exc) != self._failing:  # once, not every second of a person's long rebase
+                    log.warning("commit failed, will retry: %s", exc)
+                    self._failing = str(exc)
                 self._retry.extend(j for later in runs[i:] for j in later)
                 for job in jobs:
                     if not job.done.done():
                         job.done.set_exception(exc)
                 return
+            self._failing = ""
             for job in run:
                 if not job.done.done():  # a retried job's waiter was told of the failed attempt
                     job.done.set_result(None)

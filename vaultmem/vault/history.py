@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.errors import GitError, GitLocked, VaultError
+from vaultmem.errors import GitBusy, GitError, GitLocked, VaultError
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,16 @@ _LOCK_MARKERS = ("index.lock", "Unable to create", "another git process")
 PATHSPEC_PREFIX = "vaultmem-paths-"
 #: A pathspec file this old was left by a commit that was killed (a live one lasts milliseconds).
 PATHSPEC_MAX_AGE_S = 3600.0
+#: What git keeps in its directory while an operation of the person's is under way. A commit made
+#: meanwhile is taken into the operation, or thrown away by its ``--abort`` (a reset to where it
+#: began), with the files it holds (git removes a file it tracks that the reset target lacks).
+_IN_PROGRESS = {
+    "rebase-merge": "a rebase",
+    "rebase-apply": "a rebase (or `git am`)",
+    "MERGE_HEAD": "a merge",
+    "CHERRY_PICK_HEAD": "a cherry-pick",
+    "REVERT_HEAD": "a revert",
+}
 
 
 def _git_env() -> dict[str, str]:
@@ -271,6 +281,30 @@ class GitRepo:
         except (OSError, GitError):
             return []
 
+    def operation_in_progress(self) -> str | None:
+        """What the person's git is in the middle of (a rebase, a merge, a cherry-pick, a revert,
+        a checkout of one commit: a detached HEAD), or None. Only files are looked at: no git runs."""
+        git_dir = self.git_dir
+        for name, what in _IN_PROGRESS.items():
+            if os.path.lexists(git_dir / name):
+                return what
+        try:
+            detached = not (git_dir / "HEAD").read_bytes().startswith(b"ref:")
+        except OSError:
+            return None
+        return "a checkout of one commit (a detached HEAD)" if detached else None
+
+    def _require_branch(self) -> None:
+        """Refuse to commit while :meth:`operation_in_progress` (retryable: the commit queue waits)."""
+        what = self.operation_in_progress()
+        if what is not None:
+            raise GitBusy(
+                f"git is in the middle of {what} in {self.work_tree}: vaultmem commits nothing until it "
+                "is over, so that no commit of its own is taken into it or undone by an --abort. The "
+                "changes are safe on disk and are committed once it is finished or aborted (or a "
+                "branch is checked out again)"
+            )
+
     def commit_paths(
         self,
         paths: Sequence[str],
@@ -288,6 +322,7 @@ class GitRepo:
         unique = sorted(set(paths))
         if not unique:
             return False
+        self._require_branch()
         # A path that is neither on disk nor tracked (created and removed between two commits), or
         # that git cannot record (a named pipe, a socket), would make git refuse the whole
         # pathspec: leave such paths out. A deletion the person staged themselves (`git rm`,
@@ -339,6 +374,7 @@ class GitRepo:
 
         Made with plumbing on HEAD's tree, so nothing a person has staged is swept into it.
         """
+        self._require_branch()
         head = self.git("rev-parse", "HEAD").strip()
         tree = self.git("rev-parse", "HEAD^{tree}").strip()
         env = author.env() if author else None
