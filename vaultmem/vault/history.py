@@ -288,8 +288,9 @@ class GitRepo:
         for name, what in _IN_PROGRESS.items():
             if os.path.lexists(git_dir / name):
                 return what
-        try:
-            detached = not (git_dir / "HEAD").read_bytes().startswith(b"ref:")
+        head = git_dir / "HEAD"
+        try:  # (a symlink is the old form of a branch's HEAD: core.preferSymlinkRefs)
+            detached = not head.is_symlink() and not head.read_bytes().startswith(b"ref:")
         except OSError:
             return None
         return "a checkout of one commit (a detached HEAD)" if detached else None
