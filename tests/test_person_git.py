@@ -106,3 +106,28 @@ def test_an_agents_write_while_an_old_commit_is_checked_out_lands_on_the_branch(
         assert git(vault, "branch", "--contains", "HEAD", "--format=%(refname:short)").split() == ["main"]
         assert slugs_found(wire, "oven twelve hundred degrees") == ["detached-write"]
         assert "two" in slugs_found(wire, "second firing notes")
+
+
+def test_a_hand_copy_does_not_take_the_id_once_the_state_directory_is_gone(
+    vault: Path, tmp_path: Path
+) -> None:
+    """``git clean -fdx`` (or deleting ``.vaultmem/``, derived state, or a clone's first start on
+    another machine) with Obsidian's copy of an agent's note beside it (``<name> 1.md``, the same
+    ``id:``): with no catalog cache to say who held the id, the first file by path took it, and
+    ``<name> 1.md`` sorts before ``<name>.md``. The copy then answered to the note's id (an
+    agent's update or forget by id went to it) and the note itself was reported as the copy."""
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        note_id = append(wire, "Kiln log", "bisque firing reached cone four overnight")
+        rel = wire.recall(action="get", thought_id=note_id, fields=["path"])["item"]["path"]
+        copy = rel.replace(".md", " 1.md")
+        hand_write(vault, copy, (vault / rel).read_bytes())
+        wait_for(lambda: status(vault) == "" and copy in in_head(vault), timeout=10)
+    person_git(vault, "clean", "-q", "-fdx")
+    assert not (vault / ".vaultmem").exists()
+    with running_daemon(vault, tmp_path / "token") as restarted:
+        wire = Wire(restarted)
+        assert wire.recall(action="get", thought_id=note_id, fields=["path"])["item"]["path"] == rel
+        checks = wire.ok("memory_status", action="health", include_details=True)["item"]["checks"]
+        malformed = next(c for c in checks if c["name"] == "malformed_notes")
+        assert [d["path"] for d in malformed["details"]] == [copy]

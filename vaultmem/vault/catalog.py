@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from vaultmem.errors import InvalidInput, MalformedNote
@@ -76,8 +76,11 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
 class Catalog:
     """Every note's owned keys, with the lookups the write path needs. Thread-safe."""
 
-    def __init__(self, layout: VaultLayout) -> None:
+    def __init__(self, layout: VaultLayout, first_added: Callable[[str], int] | None = None) -> None:
         self.layout = layout
+        #: When git first recorded a path (``GitRepo.first_added``): which of two files read with no
+        #: cache to say which held their id keeps it (:meth:`_eldest_holds`).
+        self.first_added = first_added
         self._lock = threading.RLock()
         self._by_path: dict[str, Entry] = {}
         self._by_id: dict[str, str] = {}
@@ -131,9 +134,11 @@ class Catalog:
                     self.refresh(rel)
                 elif rel in same:
                     rest[rel] = entry
-            for rel in sorted(r for r in changed if r not in cached):
+            fresh = sorted(r for r in changed if r not in cached)
+            for rel in fresh:
                 parsed += 1
                 self.refresh(rel)
+            self._eldest_holds(fresh)
             for rel in changed:  # the other files read before, unless read above as holders
                 if rel in cached and rel not in self._by_path and rel not in self.problems:
                     rest[rel] = None
@@ -147,6 +152,37 @@ class Catalog:
         if parsed or len(cached) != len(self._by_path):
             self.save_cache()
         return seen, parsed
+
+    def _eldest_holds(self, fresh: list[str]) -> None:
+        """Files no cache knew (the state directory deleted, a clone's first start) that carry one
+        id: the file git recorded first keeps it, not the first by path (Obsidian's copy
+        ``<name> 1.md`` sorts before ``<name>.md``), so the derived state decides nothing."""
+        if self.first_added is None:
+            return
+        fresh_set = set(fresh)
+        contested: dict[str, list[str]] = {}
+        for rel in self.problems:
+            entry = self._by_path.get(rel)
+            holder = self._by_id.get(entry.id) if entry is not None and entry.id else None
+            if entry is not None and entry.id and rel in fresh_set and holder in fresh_set and holder:
+                contested.setdefault(entry.id, [holder]).append(rel)
+        root = self.layout.root
+        for note_id, paths in contested.items():
+            plain = [p for p in paths if not is_conflict_copy(p, root)]  # a copy never holds over them
+            if len(plain) < 2:
+                continue
+            added = self.first_added
+            eldest = min(plain, key=lambda p: (added(p), p))
+            if eldest == self._by_id[note_id]:
+                continue
+            self._by_id[note_id] = eldest
+            self.problems.pop(eldest, None)
+            for other in paths:
+                if other != eldest:
+                    self.problems[other] = _same_id(other, eldest)
+            for tag in self._by_path[eldest].tags:  # its idempotency keys are its own, too
+                if tag.startswith(IDEM_TAG_PREFIX) and self._by_idem.get(tag) in paths:
+                    self._by_idem[tag] = eldest
 
     def save_when_quiet(self, delay: float) -> None:
         """Save the cache ``delay`` seconds after the changes (writes, the watcher's paths) pause,

@@ -18,6 +18,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -454,6 +455,28 @@ class GitRepo:
                 )
             )
         return found
+
+    def first_added(self, path: str) -> int:
+        """How early git first recorded the file now at ``path``: the number of commits in the
+        history of the commit that added it (exact within one second too), renames followed but
+        not a copy's (``--follow`` takes a copy for its original); a file no commit holds is later
+        than every one."""
+        out = self.git(
+            "log", "--follow", "--format=%x00%H", "--name-status", "--", path, check=False,
+            errors="surrogateescape",
+        )  # fmt: skip
+        born = ""
+        for record in out.split("\0")[1:]:  # newest first: "<commit>\n\n<letter>[score]\t<paths>"
+            commit, _, change = record.strip().partition("\n")
+            letter = change.strip()[:1]
+            if letter in ("A", "C"):
+                born = commit
+            if letter == "C":  # made as a copy here: what is older is its original's history
+                break
+        if not born:
+            return sys.maxsize
+        count = self.git("rev-list", "--count", born, check=False).strip()
+        return int(count) if count.isdigit() else sys.maxsize
 
     def blobs(self, shas: Sequence[str]) -> list[bytes | None]:
         """The content of each blob (one ``git cat-file --batch`` for all); None where missing."""
