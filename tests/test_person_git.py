@@ -76,6 +76,9 @@ def test_an_agents_write_during_a_persons_rebase_survives_its_abort(vault: Path,
         assert daemon.memory is not None
         with pytest.raises(GitBusy, match="a rebase"):  # the commits wait, and say why
             daemon.memory.flush()
+        checks = wire.ok("memory_status", action="health", include_details=True)["item"]["checks"]
+        busy = next(c for c in checks if c["name"] == "git_operation_in_progress")
+        assert not busy["ok"] and busy["details"] == [{"operation": "a rebase"}]
         assert git(vault, "rev-parse", "HEAD").strip() == stopped_at  # nothing committed into it
         person_git(vault, "rebase", "--abort")
         wait_for(lambda: status(vault) == "", timeout=10)

@@ -372,6 +372,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             [f"{s['path']}: {s['kind']} ({s['field']} line {s['line']})" for s in report.secrets],
         ),
     ]
+    if report.git_operation:
+        print(
+            f"git is in the middle of {report.git_operation}: vaultmem commits nothing until it is "
+            "finished or aborted (or the branch checked out again)"
+        )
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
     if report.index_unreadable:

@@ -51,6 +51,9 @@ class DoctorReport:
     #: Why the index's tables cannot be read (``vaultmem doctor`` reads them), None when they can.
     index_unreadable: str | None = None
     uncommitted: list[str] = field(default_factory=list)
+    #: What the person's git is in the middle of (a rebase, a detached HEAD...), when it is: vaultmem
+    #: commits nothing meanwhile (``GitRepo.operation_in_progress``).
+    git_operation: str | None = None
     #: Free space on the state directory's disk, MiB (an index write fails when it runs out).
     state_free_mib: float | None = None
     #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
@@ -71,7 +74,7 @@ class DoctorReport:
             or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
             or self.index_unreadable
-            or self.uncommitted or self.stale_git_locks or self.secrets
+            or self.uncommitted or self.git_operation or self.stale_git_locks or self.secrets
             or len(self.layout.get("claimed_by", ())) > 1
         )  # fmt: skip
 
@@ -134,6 +137,7 @@ def diagnose(
         facts.keep(seen)
         facts.save()
     report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
+    report.git_operation = repo.operation_in_progress()
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):
         report.state_free_mib = round(shutil.disk_usage(layout.state_dir).free / 2**20, 1)

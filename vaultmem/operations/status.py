@@ -82,6 +82,11 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
      "run `vaultmem reindex`"),
     ("uncommitted_changes", "git", "warning", "files changed in the vault but not committed",
      "wait for the watcher's commit, or restart vaultmem (it commits them at start)"),
+    ("git_operation_in_progress", "git", "warning",
+     "the vault's git is in the middle of an operation of the person's (a rebase, merge, cherry-pick or "
+     "revert stopped, or one commit checked out: a detached HEAD): vaultmem commits nothing meanwhile",
+     "finish or abort it (`git rebase --continue` or `--abort`, `git merge --abort`, ...) or check out "
+     "the branch again (`git switch main`): the changes waiting are committed then"),
     ("stale_git_locks", "git", "warning",
      "git lock files no process holds, older than the lock timeout (a git killed mid-commit)",
      "nothing to do: vaultmem removes a stale lock at its next commit (or remove it yourself)"),
@@ -338,6 +343,7 @@ class Status:
             ],
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
+            "git_operation_in_progress": [{"operation": op} for op in [report.git_operation] if op],
             "stale_git_locks": report.stale_git_locks,
             "secrets_in_notes": list(report.secrets),
             "project_registry": [{"path": p, "problem": m} for p, m in sorted(ctx.projects.problems.items())],
