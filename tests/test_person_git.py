@@ -5,6 +5,10 @@ Found by a helper attacking the daemon with a person's tools (2026-12-03).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +138,24 @@ def test_a_hand_copy_does_not_take_the_id_once_the_state_directory_is_gone(
         checks = wire.ok("memory_status", action="health", include_details=True)["item"]["checks"]
         malformed = next(c for c in checks if c["name"] == "malformed_notes")
         assert [d["path"] for d in malformed["details"]] == [copy]
+
+
+def test_an_editors_lock_and_autosave_files_are_not_reported_as_uncommitted(vault: Path) -> None:
+    """Emacs keeps ``.#note.md`` (a lock, a dangling symlink) and ``#note.md#`` (an autosave) beside
+    a note while its buffer is modified, and ``note.md~`` for good where the vault's .gitignore
+    lacks ``*~`` (a vault adopted in place). vaultmem never commits them, yet `vaultmem doctor`
+    listed them as "uncommitted changes (the daemon commits them)" and exited 1 (health warned the
+    same), for as long as the person edited."""
+    hand_write(vault, "notes/kiln.md", NOTE.format(title="Kiln", body="cone six"), commit=True)
+    os.symlink("pat@laptop.4242:1764700000", vault / "notes/.#kiln.md")
+    hand_write(vault, "notes/#kiln.md#", NOTE.format(title="Kiln", body="cone six, unsaved"))
+    hand_write(vault, "notes/kiln.md.orig", "left by a merge tool\n")
+    hand_write(vault, "notes/glaze.md", NOTE.format(title="Glaze", body="a real edit, not committed yet"))
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake"}
+    cli = [sys.executable, "-m", "vaultmem.cli", "--vault", str(vault), "doctor", "--json"]
+    report = json.loads(subprocess.run(cli, capture_output=True, text=True, env=env, check=False).stdout)
+    assert report["uncommitted"] == ["notes/glaze.md"]
+    git(vault, "add", "notes/glaze.md")
+    person_git(vault, "commit", "-q", "-m", "glaze")
+    done = subprocess.run(cli[:-1], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stdout

@@ -14,7 +14,7 @@ from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import VaultLayout, is_conflict_copy
+from vaultmem.vault.layout import VaultLayout, is_conflict_copy, is_never_committed
 from vaultmem.vault.reading import file_hash, shown
 
 if TYPE_CHECKING:
@@ -136,7 +136,8 @@ def diagnose(
     if facts is not None:  # keep what this vault holds now, nothing older
         facts.keep(seen)
         facts.save()
-    report.uncommitted = sorted({shown(p) for p in repo.pending_changes()})
+    # (not an editor's lock, autosave or backup file, nor the trash: vaultmem never commits those)
+    report.uncommitted = sorted({shown(p) for p in repo.pending_changes() if not is_never_committed(p)})
     report.git_operation = repo.operation_in_progress()
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):
