@@ -159,3 +159,21 @@ def test_an_editors_lock_and_autosave_files_are_not_reported_as_uncommitted(vaul
     person_git(vault, "commit", "-q", "-m", "glaze")
     done = subprocess.run(cli[:-1], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_note_the_person_keeps_out_of_git_does_not_stop_every_commit(vault: Path, tmp_path: Path) -> None:
+    """A folder of notes in the vault's .gitignore (a private journal): the watcher indexed a hand
+    edit there and asked git to commit it by name, git refused ("ignored by one of your .gitignore
+    files"), and the commit was retried every second for good, with every commit queued behind
+    it: no agent's write was committed again until a restart."""
+    with (vault / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("journal/\n")
+    person_git(vault, "commit", "-q", "-am", "keep my journal out of git")
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        hand_write(vault, "journal/today.md", NOTE.format(title="Today", body="the kiln shelf cracked"))
+        wait_for(lambda: "today" in slugs_found(wire, "kiln shelf cracked"))
+        append(wire, "Shelf crack", "a cracked kiln shelf is replaced, never glued")
+        wait_for(lambda: status(vault) == "", timeout=10)
+        assert not any(p.startswith("journal/") for p in in_head(vault))
+        assert git(vault, "log", "-1", "--format=%s").strip() == "memory_append: add shelf-crack"

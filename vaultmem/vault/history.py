@@ -33,6 +33,8 @@ AUTHOR_NAME = "vaultmem"
 AUTHOR_EMAIL = "vaultmem@localhost"
 _NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added to commit")
 _LOCK_MARKERS = ("index.lock", "Unable to create", "another git process")
+#: How `git add` refuses a path by name that the person's ignore rules leave out.
+_IGNORED = "are ignored by one of your .gitignore files"
 #: A commit's list of paths, written to the git directory for ``--pathspec-from-file``.
 PATHSPEC_PREFIX = "vaultmem-paths-"
 #: A pathspec file this old was left by a commit that was killed (a live one lasts milliseconds).
@@ -339,12 +341,21 @@ class GitRepo:
         # would pass the kernel's argument limits (128 KiB for one argument, a few MiB in all). The
         # file lives in the git directory (never synced, never committed, swept at start if a kill
         # left it), not in the system temp folder.
+        try:
+            self._add(to_add)
+        except GitError as exc:
+            # A note the person keeps out of git (.gitignore, .git/info/exclude): git refuses to
+            # add it by name, and the whole commit (and every one queued behind it) failed, for
+            # good. Their choice: such a path is left out, the others are committed.
+            if _IGNORED not in str(exc):
+                raise
+            ignored = self._ignored(to_add)
+            unique = [p for p in unique if p not in ignored]
+            if not unique:
+                return False
+            to_add = [p for p in to_add if p not in ignored]
+            self._add(to_add)
         listed = "\0".join(unique).encode("utf-8", "surrogateescape")  # a name's own bytes
-        if to_add:
-            self._with_lock_retries(
-                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                input_bytes="\0".join(to_add).encode("utf-8", "surrogateescape"),
-            )  # fmt: skip
         if describe is not None:
             # --no-renames: a rename would list only the new name, and leave the deletion staged
             out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", errors="surrogateescape")
@@ -370,6 +381,19 @@ class GitRepo:
         finally:
             Path(spec.name).unlink(missing_ok=True)
         return True
+
+    def _add(self, paths: Sequence[str]) -> None:
+        if paths:
+            self._with_lock_retries(
+                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                input_bytes="\0".join(paths).encode("utf-8", "surrogateescape"),
+            )  # fmt: skip
+
+    def _ignored(self, paths: Sequence[str]) -> frozenset[str]:
+        """Those of ``paths`` git ignores and does not track."""
+        listed = "\0".join(paths).encode("utf-8", "surrogateescape")
+        out = self.run("check-ignore", "-z", "--stdin", input_bytes=listed, check=False).stdout
+        return frozenset(out.decode("utf-8", "surrogateescape").split("\0")) - {""}
 
     def commit_empty(self, message: str, author: Author | None = None) -> None:
         """A commit that changes no file: an audit line for a write an earlier commit carried.
