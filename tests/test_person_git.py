@@ -177,3 +177,20 @@ def test_a_note_the_person_keeps_out_of_git_does_not_stop_every_commit(vault: Pa
         wait_for(lambda: status(vault) == "", timeout=10)
         assert not any(p.startswith("journal/") for p in in_head(vault))
         assert git(vault, "log", "-1", "--format=%s").strip() == "memory_append: add shelf-crack"
+
+
+def test_a_note_whose_name_looks_like_a_git_pattern_is_committed_as_itself(
+    vault: Path, tmp_path: Path
+) -> None:
+    """File names are handed to git as pathspecs: ``:memo.md`` (made outside Obsidian, which
+    forbids ``:``) is pathspec magic for ``memo.md`` at the top of the tree, so `git add` refused
+    it ("did not match any files") and the commit was retried every second for good, with every
+    agent's commit queued behind it; ``[draft] *.md`` was a glob (of other notes, here)."""
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        hand_write(vault, ":memo.md", "a memo named with a colon\n")
+        hand_write(vault, "notes/[draft] *.md", "a draft named like a glob\n")
+        append(wire, "After the memo", "the memo named with a colon is committed")
+        wait_for(lambda: {":memo.md", "notes/[draft] *.md"} <= in_head(vault), timeout=10)
+        wait_for(lambda: "memory_append: add after-the-memo" in git(vault, "log", "--format=%s").splitlines())
+        wait_for(lambda: status(vault) == "", timeout=10)

@@ -60,6 +60,9 @@ def _git_env() -> dict[str, str]:
         GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
         GIT_TERMINAL_PROMPT="0",
         LC_ALL="C",
+        # Every path vaultmem names is a file's name, never a pattern: a note called `:memo.md` is
+        # not pathspec magic (`:` = the top of the tree), `[draft] *.md` no glob.
+        GIT_LITERAL_PATHSPECS="1",
     )
     return env
 
