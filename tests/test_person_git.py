@@ -194,3 +194,34 @@ def test_a_note_whose_name_looks_like_a_git_pattern_is_committed_as_itself(
         wait_for(lambda: {":memo.md", "notes/[draft] *.md"} <= in_head(vault), timeout=10)
         wait_for(lambda: "memory_append: add after-the-memo" in git(vault, "log", "--format=%s").splitlines())
         wait_for(lambda: status(vault) == "", timeout=10)
+
+
+def symlink_folder(vault: Path, rel: str, away: Path) -> None:
+    """Move a folder of the vault to ``away`` (a synced folder, say) and link it back."""
+    (vault / rel).rename(away)
+    (vault / rel).symlink_to(away, target_is_directory=True)
+
+
+def test_a_folder_replaced_by_a_symlink_does_not_stop_the_commits_or_the_start(
+    vault: Path, tmp_path: Path
+) -> None:
+    """A folder of notes moved into a synced folder and linked back by a symlink: vaultmem named
+    the notes that were under it to git, which refuses a path "beyond a symbolic link". Live, the
+    commit was retried every second for good with every agent's commit queued behind it; done
+    while nothing ran, `vaultmem serve` (and every CLI command) exited 1 at its start commit."""
+    hand_write(vault, "trips/kyoto.md", NOTE.format(title="Kyoto", body="kilns of kyoto"), commit=True)
+    hand_write(vault, "trips/seto.md", NOTE.format(title="Seto", body="kilns of seto"), commit=True)
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        symlink_folder(vault, "trips", tmp_path / "synced-trips")
+        wait_for(lambda: "trips" in in_head(vault), timeout=10)
+        append(wire, "Glaze test", "the glaze test after the symlink")
+        wait_for(lambda: status(vault) == "", timeout=10)
+        assert not {"trips/kyoto.md", "trips/seto.md"} & in_head(vault)
+    hand_write(vault, "later/a.md", NOTE.format(title="A", body="a later folder"), commit=True)
+    symlink_folder(vault, "later", tmp_path / "synced-later")
+    with running_daemon(vault, tmp_path / "token") as restarted:
+        append(Wire(restarted), "After the restart", "written after a start that met the symlink")
+        assert restarted.memory is not None
+        restarted.memory.flush()
+    assert status(vault) == "" and "later" in in_head(vault)

@@ -326,7 +326,11 @@ class GitRepo:
         ``describe``, the message is made from the paths that differ from HEAD once staged (a path
         another process's commit already took, such as a sync's merge, is not named).
         """
-        unique = sorted(set(paths))
+        # A folder the person replaced by a symlink (moved into a synced folder and linked back):
+        # git refuses a path beyond it ("beyond a symbolic link", for good, and every commit
+        # queued behind it); the symlink itself is what changed, and committing it records the
+        # files that were under it as deleted, as `git add -A` would.
+        unique = sorted({self._below_symlink(p) for p in paths})
         if not unique:
             return False
         self._require_branch()
@@ -384,6 +388,15 @@ class GitRepo:
         finally:
             Path(spec.name).unlink(missing_ok=True)
         return True
+
+    def _below_symlink(self, rel: str) -> str:
+        """``rel``, or the symlinked folder on its way when there is one (the nearest the root)."""
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            leading = "/".join(parts[:depth])
+            if (self.work_tree / leading).is_symlink():
+                return leading
+        return rel
 
     def _add(self, paths: Sequence[str]) -> None:
         if paths:

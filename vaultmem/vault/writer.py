@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from vaultmem import caller
-from vaultmem.errors import GitLocked, VaultmemError
+from vaultmem.errors import GitError, VaultmemError
 from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import remove_files
@@ -144,7 +144,7 @@ class VaultWriter:
         try:
             if self.repo.commit_paths(paths, message):
                 log.info("committed %d change(s) found at start", len(paths))
-        except GitLocked as exc:
+        except GitError as exc:  # a held lock, or what git refuses: never a reason not to start
             log.warning("%s; vaultmem serves meanwhile and commits the changes found at start later", exc)
             self.commits.defer(paths, message)
 
