@@ -2,8 +2,10 @@
 
 The *main line* is the first-parent chain of ``HEAD``: the commits this vault made, in the order it
 made them (an agent's write, the watcher's hand-edit commit, a sync round's merge, whose changes are
-its diff against the first parent). :mod:`vaultmem.sync.versions` builds the memory's past from it.
-Everything here is the git CLI in a subprocess, as for the rest of the vault's history.
+its diff against the first parent); a round's fast-forward onto another machine's merge of this
+vault's commits is one step of it, from the commit the round left (:mod:`vaultmem.vault.detours`).
+:mod:`vaultmem.sync.versions` builds the memory's past from it. Everything here is the git CLI
+in a subprocess, as for the rest of the vault's history.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from vaultmem.errors import GitError
 from vaultmem.vault.catalog import MAX_NOTE_BYTES
+from vaultmem.vault.detours import Detour, detours, on_first_parent_line
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import bad_name_reason, is_ignored_rel
 
@@ -42,31 +45,66 @@ def head_of(repo: GitRepo) -> str:
 
 def main_line(repo: GitRepo, head: str, since: str | None = None) -> list[LineCommit]:
     """The main line up to ``head``, oldest first (only the commits after ``since`` when given):
-    each commit's changes to note files, a merge's against its first parent."""
+    each commit's changes to note files, a merge's against its first parent. Where a sync round
+    fast-forwarded onto another machine's merge of this vault's commits, the line goes from that
+    merge back to the commit the round left (one step, at the time of the fast-forward, its changes
+    against that commit: :mod:`vaultmem.vault.detours`) rather than down the other machine's line."""
     if not head:
         return []
+    jumps = detours(repo.git_dir)
+    segments: list[list[LineCommit]] = []  # newest first
+    top = head
+    while top != since:
+        jump = None
+        while jumps and jump is None:  # the newest record the line passes through (not a reset's)
+            candidate = jumps.pop()
+            if on_first_parent_line(repo, candidate.new, top):
+                jump = candidate
+        run = _log(repo, top, *(f"^{c}" for c in (jump.new if jump else None, since) if c))
+        if jump is None or (since is not None and run and run[0].parent == since):
+            segments.append(run)
+            break
+        segments.append([_step(repo, jump), *run])
+        top = jump.old
+    return [commit for segment in reversed(segments) for commit in segment]
+
+
+def _step(repo: GitRepo, jump: Detour) -> LineCommit:
+    """The fast-forward ``jump`` as one commit of the line: ``new`` after ``old``."""
+    raw = repo.run(
+        "diff-tree", "-r", "--raw", "--no-renames", "--no-abbrev", "-z", jump.old, jump.new, "--"
+    ).stdout  # fmt: skip
+    return LineCommit(jump.new, jump.old, jump.time, tuple(_changes(raw.split(b"\0"))))
+
+
+def _log(repo: GitRepo, *spec: str) -> list[LineCommit]:
+    """The first-parent commits ``spec`` names (a tip and exclusions), oldest first."""
     raw = repo.run(
         "log", "--first-parent", "--reverse", "--diff-merges=first-parent", "--raw", "--no-renames",
-        "--no-abbrev", "-z", "--format=%x1e%H%x09%P%x09%ct", f"{since}..{head}" if since else head, "--",
+        "--no-abbrev", "-z", "--format=%x1e%H%x09%P%x09%ct", *spec, "--",
     ).stdout  # fmt: skip
     out: list[LineCommit] = []
     for record in raw.split(b"\x1e")[1:]:
         header, _, rest = record.partition(b"\0")
         sha, parents, stamp = header.decode("ascii").split("\t")
-        fields = rest.lstrip(b"\n").split(b"\0")
-        changes: list[tuple[str, str | None]] = []
-        for meta, name in zip(fields[0::2], fields[1::2], strict=False):
-            parts = meta.lstrip(b":").split(b" ")
-            if len(parts) < 5:
-                continue
-            path = name.decode("utf-8", "surrogateescape")
-            if is_ignored_rel(path) or bad_name_reason(path) is not None:  # skipped, as the catalog does
-                continue
-            removed = parts[4].startswith(b"D") or parts[1] not in _REGULAR
-            changes.append((path, None if removed else parts[3].decode("ascii")))
         first = parents.split(" ", 1)[0] or None
-        out.append(LineCommit(sha, first, int(stamp), tuple(changes)))
+        out.append(LineCommit(sha, first, int(stamp), tuple(_changes(rest.lstrip(b"\n").split(b"\0")))))
     return out
+
+
+def _changes(fields: list[bytes]) -> list[tuple[str, str | None]]:
+    """``(path, blob or None)`` of each note file in ``--raw -z`` output's fields."""
+    changes: list[tuple[str, str | None]] = []
+    for meta, name in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(b"\n:").split(b" ")
+        if len(parts) < 5:
+            continue
+        path = name.decode("utf-8", "surrogateescape")
+        if is_ignored_rel(path) or bad_name_reason(path) is not None:  # skipped, as the catalog does
+            continue
+        removed = parts[4].startswith(b"D") or parts[1] not in _REGULAR
+        changes.append((path, None if removed else parts[3].decode("ascii")))
+    return changes
 
 
 def read_blobs(repo: GitRepo, shas: Sequence[str]) -> dict[str, bytes]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
@@ -31,6 +32,7 @@ from typing import Any, Literal
 
 from vaultmem.config import memory_home
 from vaultmem.errors import GitError, GitLocked, InvalidInput, VaultBusy, VaultError
+from vaultmem.vault.detours import record_detour
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
 from vaultmem.vault.layout import in_home, is_never_committed
@@ -332,7 +334,9 @@ class VaultSync:
                     "`vaultmem clone URL PATH`, not by adding the remote to another vault"
                 )
             raise GitError(f"git could not merge {label}: {detail}")
-        if not fast_forward:
+        if fast_forward:  # onto another machine's merge of ours: as_of keeps this vault's line
+            record_detour(self.repo, head, incoming, int(time.time()))
+        else:
             done = conclude(self.repo, label, self.checkpoint)
             self.checkpoint("concluded")
             report.merge_commit = done.commit
