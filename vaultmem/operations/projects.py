@@ -182,7 +182,8 @@ class Projects:
                         entry.path, fm.set_fields(note, {"project": new_name, "updated": now}), "rename"
                     )
             if path is not None:
-                changes["code_paths"] = [path, *(p for p in project.code_paths[1:] if p != path)]
+                # First, and the others kept: each machine sharing the vault has its own checkout.
+                changes["code_paths"] = [path, *(p for p in project.code_paths if p != path)]
             if about is not None:
                 changes["description"] = about if about else fm.DELETE
             changes = {k: v for k, v in changes.items() if not (v is fm.DELETE and k not in _keys(text, rel))}
