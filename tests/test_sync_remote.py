@@ -348,3 +348,34 @@ def test_a_note_deleted_on_one_machine_and_changed_on_the_other_is_kept_changed(
     cluster.settle()
     assert tree(laptop) == tree(desktop)
     assert laptop.read(rel).endswith(b"Second line.\n")  # nothing the other machine wrote is lost
+
+
+def test_a_note_renamed_by_hand_on_both_machines_to_different_names_merges_and_the_vault_keeps_working(
+    cluster: Cluster,
+) -> None:
+    """git leaves the old path with its base version only (gone on both sides) and one new name
+    unmerged; the round used to fail on it part-way, leaving git's merge open: every later commit (an
+    agent's write, a hand edit) failed with "cannot do a partial commit during a merge", every round
+    too, and a restart's recovery failed the same way."""
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    note = laptop.append("The router's admin page is on port 8443 behind the VPN.")
+    laptop.close()
+    cluster.settle()
+    rel = f"memory/semantic/{note['slug']}.md"
+    old = laptop.root / rel
+    old.rename(laptop.root / "memory/semantic/Router admin.md")  # renamed in Obsidian, here
+    (desktop.root / rel).rename(desktop.root / "memory/semantic/VPN router.md")  # and there
+    laptop.sync()
+    report = desktop.sync()
+    assert report.merge_commit and status(desktop) == ""
+    assert not (GitRepo(desktop.root).git_dir / "MERGE_HEAD").exists()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop) and not old.exists()
+    names = {"memory/semantic/Router admin.md", "memory/semantic/VPN router.md"}
+    assert names <= set(tree(desktop))  # both names kept: nothing either person did is lost
+    desktop.service()
+    assert desktop.append("A write after the merge is committed as usual.")["deduplicated"] is False
+    desktop.close()
+    assert status(desktop) == "" and desktop.sync().pushed_commits == 1
+    assert fsck(desktop.repo.git_dir) == ""

@@ -189,8 +189,13 @@ def _resolve_unmerged(repo: GitRepo, layout: VaultLayout, log_path: Path) -> lis
             merge = merge_file(path, base, content[stages[2]], content[stages[3]])
             write_record(log_path, record_of(path, merge))
             data = merge.merged
-        else:  # changed on one side, deleted on the other: keep the change, nothing is lost
+        elif 2 in stages or 3 in stages:  # changed on one side, deleted on the other: keep the change
             data = content[stages[2] if 2 in stages else stages[3]]
+        else:  # gone on both sides (each machine renamed it, to another name): both new names stay
+            with contextlib.suppress(FileNotFoundError):
+                layout.resolve(path).unlink()
+            resolved.append(path)
+            continue
         atomic_write(layout.resolve(path), data, durable=False)
         resolved.append(path)
     _add(repo, resolved)
