@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 
 from tests.sync_harness import Cluster, Machine, fsck, notes_with_markers, status, tree
+from vaultmem.config import Settings
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.memory import Memory
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.links import LinkTarget, add_link
 from vaultmem.notes.model import note_from_text
@@ -379,3 +382,31 @@ def test_a_note_renamed_by_hand_on_both_machines_to_different_names_merges_and_t
     desktop.close()
     assert status(desktop) == "" and desktop.sync().pushed_commits == 1
     assert fsck(desktop.repo.git_dir) == ""
+
+
+def test_the_side_of_a_setting_a_merge_could_not_keep_is_listed_by_doctor_and_health(
+    cluster: Cluster,
+) -> None:
+    """Both machines raised the daily cap in filing.yaml: one value stays, the other is kept whole as
+    ``filing.conflict-<8 hex>.yaml``. Only the merge commit's message said so; doctor and health
+    listed conflict notes, never such a file, so a daemon's round lost one machine's setting silently."""
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    cap = "daily_write_cap: 200"
+    edit_frontmatter(laptop, "filing.yaml", cap, "daily_write_cap: 500")
+    edit_frontmatter(desktop, "filing.yaml", cap, "daily_write_cap: 900")
+    laptop.sync()
+    desktop.sync()
+    cluster.settle()
+    (side,) = [p for p in tree(desktop) if p.startswith("filing.conflict-")]
+    for machine in (laptop, desktop):
+        report = Memory.doctor(Settings.resolve(machine.root, durable=False))
+        assert side in report.conflict_copies and not report.ok
+        memory = Memory(Settings.resolve(machine.root, durable=False), embedder=FakeEmbedder())
+        try:
+            health = memory.health(include_details=True).item
+        finally:
+            memory.close()
+        assert health is not None
+        check = {c["name"]: c for c in health["checks"]}["sync_conflict_copies"]
+        assert not check["ok"] and {"path": side} in check["details"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,20 @@ from vaultmem.vault.reading import file_hash, shown
 
 if TYPE_CHECKING:
     from vaultmem.index.note_index import NoteIndex
+
+
+#: A file a sync merge wrote for the side of a file that is not a note (``notes/merge.conflict_path``).
+_SIDE_FILE = re.compile(r"\.conflict-[0-9a-f]{8}(\.[^./]+)?$")
+
+
+def side_files(repo: GitRepo, notes: set[str]) -> list[str]:
+    """The tracked files a sync merge wrote for the side of a setting, a project.yaml, a slot (not
+    a note: those are conflict notes) that it could not keep: ``filing.conflict-1a2b3c4d.yaml``."""
+    try:
+        listed = repo.git("ls-files", "-z", "--", ":(glob)**/*.conflict-*", errors="surrogateescape")
+    except (VaultError, OSError):
+        return []
+    return sorted(p for p in listed.split("\0") if p and p not in notes and _SIDE_FILE.search(p))
 
 
 #: Below this much free space under the state directory, doctor warns that index writes may fail.
@@ -102,7 +117,8 @@ def diagnose(
         e.path for e in entries if CONFLICT_TAG in e.tags and e.status != "deleted"
     )  # a sync merge's: the person merges it, then forgets it
     report.conflict_copies = sorted(
-        p for p in paths if is_conflict_copy(p, layout.root) and p not in report.conflict_notes
+        {p for p in paths if is_conflict_copy(p, layout.root) and p not in report.conflict_notes}
+        | set(side_files(repo, paths))  # a setting's side: merged by hand like a sync client's copy
     )
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()

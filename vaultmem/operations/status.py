@@ -54,7 +54,9 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("skipped_files", "vault", "warning",
      "files named like notes that vaultmem never reads: a name that is not UTF-8, a named pipe, a socket",
      "rename each file (or remove the pipe or socket); `vaultmem doctor` lists them"),
-    ("sync_conflict_copies", "vault", "warning", "conflict copies a sync client left beside the original",
+    ("sync_conflict_copies", "vault", "warning",
+     "conflict copies a sync client left beside the original, and the side of a file that is not a note "
+     "(a setting, a project.yaml) a sync merge could not keep",
      "merge each copy into its original by hand, then delete the copy"),
     ("sync_conflict_notes", "sync", "warning",
      "conflict notes a sync merge left beside a note two machines changed in the same lines (the side "
