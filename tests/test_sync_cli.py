@@ -152,3 +152,20 @@ def test_a_vault_adopted_in_place_merges_vaultmems_notes_with_the_driver_and_lea
     assert not (root / ".gitattributes").exists() and git(root, "status", "--porcelain") == ""
     other = Machine(remote, tmp_path / "other")
     assert (other.root / "Memory/.gitattributes").is_file() and (other.root / "Daily.md").is_file()
+
+
+def test_a_remote_that_is_another_machines_vault_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    """docs/sync.md said "one of the machines themselves" works as the remote; a vault cloned from the
+    laptop's vault could never push (git refuses a push into a checked-out branch), and each round
+    ended on git's twenty-line refusal, filed as a problem with the address or access."""
+    remote = bare_remote(tmp_path / "remote.git")
+    laptop = Machine(remote, tmp_path / "laptop")
+    laptop.sync()
+    desk = Machine(laptop.root, tmp_path / "desk")  # its remote: the laptop's vault itself
+    (desk.root / "memory/semantic/desk.md").write_text("A note on the desk.\n", encoding="utf-8")
+    done = desk.cli("sync", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["error_kind"] == "remote"
+    assert "is a vault itself" in report["errors"][-1] and "git init --bare" in report["errors"][-1]
+    assert "git init --bare" in done.stderr

@@ -69,6 +69,8 @@ _AUTH = (
     "the requested url returned error: 401", "the requested url returned error: 403",
     "host key verification failed",
 )  # fmt: skip
+#: What a push into a repository with a work tree (another machine's vault) is refused with.
+_CHECKED_OUT = "refusing to update checked out branch"
 #: The kinds of error a report can end on (``SyncReport.error_kind``).
 ErrorKind = Literal["no_remote", "offline", "auth", "busy", "remote", "git"]
 ROUND_LOCK = "vaultmem-round.flock"
@@ -104,6 +106,15 @@ def network_failure(remote: str, action: str, detail: str) -> SyncFailed:
             "offline",
             f"cannot reach the remote {remote!r} ({detail}): offline, or the server is down. Nothing "
             "is lost: vaultmem keeps working here and the next sync sends and fetches what is waiting",
+        )
+    if _CHECKED_OUT in lowered:
+        return SyncFailed(
+            "remote",
+            f"the remote {remote!r} is a vault itself (a repository with its branch checked out, another "
+            "machine's vault): git does not push into it, so this machine's notes never reach it. Make "
+            "a bare repository for the machines to meet at (`git init --bare -b main memory.git`, on a "
+            "NAS, a server or one of the machines), push the vault there and point every vault's remote "
+            "at it (`git remote set-url origin URL`); see docs/sync.md",
         )
     return SyncFailed("remote", f"could not {action} {remote!r}: {detail}; check its address and your access")
 
