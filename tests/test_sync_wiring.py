@@ -241,3 +241,24 @@ def test_many_changed_paths_at_once_are_brought_in_as_one_path_at_a_time_would(t
     assert alone["memory/semantic/in-0.md"] == "indexed" and alone["memory/semantic/broken.md"] == "malformed"
     assert alone["desk/active_goals.md"] == "changed" and alone["memory/semantic/never-was.md"] == "removed"
     assert len(outcomes[0][1]) == 20 and outcomes[0][3] == []
+
+
+def test_a_key_both_machines_used_before_they_met_names_one_note_on_both_and_survives_a_deletion(
+    cluster: Cluster,
+) -> None:
+    """Each machine wrote a note under one idempotency key before they met; after the merge the laptop
+    answered the key with its note and the desktop with its own (the one each catalog read first), and
+    when the note a catalog answered was deleted, its key went with it there: a retry wrote a third."""
+    laptop, desktop = cluster.first("laptop"), cluster.clone("desktop")
+    here, there = opened(laptop), opened(desktop)
+    mine = here.append("Alpha: the build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    theirs = there.append("Bravo: the build cache is on the NAS.", "reference", idempotency_key="nas-cache")
+    assert here.sync().ok and there.sync().ok and here.sync().ok
+    again_here = here.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    again_there = there.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    assert again_here["deduplicated"] and again_there["deduplicated"]
+    assert again_here["id"] == again_there["id"] == mine["id"]  # the first by path, on both
+    (desktop.root / f"memory/semantic/{mine['slug']}.md").unlink()  # a person deletes the duplicate
+    assert there.sync().ok and here.sync().ok
+    retry = here.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    assert retry["deduplicated"] and retry["id"] == theirs["id"]  # the key still names a note here

@@ -85,7 +85,7 @@ class Catalog:
         self._by_path: dict[str, Entry] = {}
         self._by_id: dict[str, str] = {}
         self._by_fp = Multimap()  # fingerprint -> paths
-        self._by_idem: dict[str, str] = {}
+        self._by_idem = Multimap()  # idempotency tag -> paths (two machines may each have used a key)
         self._by_stem = Multimap()  # lower-cased file stem -> paths of notes
         self._by_alias = Multimap()  # lower-cased alias -> paths of the notes it names
         self._by_source = Multimap()  # _source_key(source id or url) -> paths of the notes from it
@@ -299,9 +299,9 @@ class Catalog:
                 names.discard(_stem(rel).lower())
 
     def _clear(self) -> None:
-        for table in (self._by_path, self._by_id, self._by_idem, self._problem_names, self._days):
+        for table in (self._by_path, self._by_id, self._problem_names, self._days):
             table.clear()
-        for multimap in (self._by_fp, self._by_stem, self._by_alias, self._by_source):
+        for multimap in (self._by_fp, self._by_idem, self._by_stem, self._by_alias, self._by_source):
             multimap.clear()
         self.problems.clear()
         self.skipped.clear()
@@ -342,7 +342,7 @@ class Catalog:
             self._by_fp.add(entry.fingerprint, entry.path)
             for tag in entry.tags:
                 if tag.startswith(IDEM_TAG_PREFIX):
-                    self._by_idem.setdefault(tag, entry.path)
+                    self._by_idem.add(tag, entry.path)
             for key in _source_keys(entry):
                 self._by_source.add(key, entry.path)
         self._by_stem.add(stem.lower(), path)
@@ -375,8 +375,8 @@ class Catalog:
             del self._by_id[entry.id]
         self._by_fp.discard(entry.fingerprint, rel)
         for tag in entry.tags:
-            if self._by_idem.get(tag) == rel:
-                del self._by_idem[tag]
+            if tag.startswith(IDEM_TAG_PREFIX):
+                self._by_idem.discard(tag, rel)
         self._by_stem.discard(entry.slug.lower(), rel)
         for key in _source_keys(entry):
             self._by_source.discard(key, rel)
@@ -427,9 +427,11 @@ class Catalog:
         return None
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
+        """The note a key names; of several (each machine wrote one before they met), the first by
+        path, as for a fingerprint: every machine answers the same note, whichever it read first."""
         with self._lock:
-            rel = self._by_idem.get(tag)
-            return self._by_path.get(rel) if rel else None
+            paths = sorted(self._by_idem.get(tag))
+            return self._by_path.get(paths[0]) if paths else None
 
     def resolve_link(
         self, target: str, *, source: str | None = None, recorded: str | None = None
