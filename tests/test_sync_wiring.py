@@ -20,6 +20,7 @@ from vaultmem.errors import CapReached
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest
 from vaultmem.notes import frontmatter as fm
+from vaultmem.vault import merge_state
 from vaultmem.vault.commits import hand_edit_message
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
@@ -262,3 +263,28 @@ def test_a_key_both_machines_used_before_they_met_names_one_note_on_both_and_sur
     assert there.sync().ok and here.sync().ok
     retry = here.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
     assert retry["deduplicated"] and retry["id"] == theirs["id"]  # the key still names a note here
+
+
+def test_a_fault_while_a_merge_is_finished_undoes_it_and_the_vault_keeps_committing(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault in the note merge (here injected; reliability row 35 was a real one) left git's merge
+    open: every commit after it failed with "cannot do a partial commit during a merge" (agents'
+    writes acknowledged and never committed), and every round and start failed the same way."""
+    laptop, desktop = diverge(cluster)
+    here = opened(laptop)
+
+    def broken(*args: object) -> object:
+        raise ValueError("a fault in the note merge")
+
+    monkeypatch.setattr(merge_state, "merge_file", broken)
+    report = here.sync()
+    assert not report.ok and "the merge was undone" in report.errors[-1]
+    assert not (laptop.repo.git_dir / "MERGE_HEAD").exists() and not (laptop.repo.git_dir / MARKER).exists()
+    written = here.append("Written while the merge cannot be finished.", "reference")
+    assert git_status(laptop.root) == ""  # committed, the hand edit the round found too
+    monkeypatch.undo()
+    assert here.sync().ok
+    cluster.settle()
+    assert tree(laptop) == tree(desktop) and status(desktop) == ""
+    assert any(written["slug"] in rel for rel in tree(desktop))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from vaultmem.errors import GitError, InvalidInput, MalformedNote
+from vaultmem.errors import GitError, InvalidInput, MalformedNote, VaultError
 from vaultmem.notes.model import note_from_text
 from vaultmem.notes.slugs import meaningful_words, resolve_collision
 from vaultmem.vault.atomic import atomic_write
@@ -381,6 +381,17 @@ def _roll_back(repo: GitRepo, marker: Marker) -> list[str]:
     return sorted(restore + remove)
 
 
+def abandon(repo: GitRepo, marker: Marker) -> list[str]:
+    """Undo a round's merge that failed (a fault in the merge, not a kill, which :func:`recover`
+    finishes): git forgets the merge, whatever it wrote is put back as a rolled-back round's is (a
+    person's edit stays), and commits work again; returns the paths put back."""
+    repo.git("merge", "--quit", check=False)
+    restored = _roll_back(repo, marker)
+    clear_records(records_path(repo.git_dir))
+    clear_marker(repo.git_dir)
+    return restored
+
+
 def recover(repo: GitRepo, label: str = "the remote") -> Recovery:
     """Finish or roll back a round a crash interrupted (see the module docstring)."""
     git_dir = repo.git_dir
@@ -405,7 +416,13 @@ def recover(repo: GitRepo, label: str = "the remote") -> Recovery:
         clear_marker(git_dir)
         return Recovery("cleared", [*detail, "the interrupted round had already committed its merge"])
     if merging:
-        done = conclude(repo, label)
+        try:
+            done = conclude(repo, label)
+        except (VaultError, OSError):
+            raise  # git busy, a disk full: the next round finishes it
+        except Exception as exc:  # it would fail again every round: undo it, so that commits work
+            abandon(repo, marker)
+            return Recovery("rolled back", [*detail, f"could not finish the interrupted merge ({exc!r})"])
         clear_marker(git_dir)
         return Recovery("concluded", [*detail, f"finished the interrupted merge as {done.commit[:12]}"], done)
     restored = _roll_back(repo, marker)

@@ -40,6 +40,7 @@ from vaultmem.vault.locks import flocked
 from vaultmem.vault.merge_driver import clear_records, configure, records_path
 from vaultmem.vault.merge_state import (
     Marker,
+    abandon,
     clear_marker,
     conclude,
     notes_left_unmerged,
@@ -348,7 +349,16 @@ class VaultSync:
         if fast_forward:  # onto another machine's merge of ours: as_of keeps this vault's line
             record_detour(self.repo, head, incoming, int(time.time()))
         else:
-            done = conclude(self.repo, label, self.checkpoint)
+            try:
+                done = conclude(self.repo, label, self.checkpoint)
+            except (VaultError, OSError):
+                raise  # git busy, a disk full: the next round's recovery finishes the merge
+            except Exception as exc:  # it would fail again every round: undo it, so that commits work
+                abandon(self.repo, Marker(head, incoming))
+                raise GitError(
+                    f"could not finish merging {label} ({exc!r}); the merge was undone and nothing was "
+                    "lost: this vault keeps working and committing, and the next sync tries again"
+                ) from exc
             self.checkpoint("concluded")
             report.merge_commit = done.commit
             report.merged += done.described
