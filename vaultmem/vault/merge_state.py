@@ -191,7 +191,7 @@ def _resolve_unmerged(repo: GitRepo, layout: VaultLayout, log_path: Path) -> lis
             data = merge.merged
         elif 2 in stages or 3 in stages:  # changed on one side, deleted on the other: keep the change
             data = content[stages[2] if 2 in stages else stages[3]]
-        else:  # gone on both sides (each machine renamed it, to another name): both new names stay
+        else:  # gone on both sides: each machine renamed it (see _twin_renames)
             with contextlib.suppress(FileNotFoundError):
                 layout.resolve(path).unlink()
             resolved.append(path)
@@ -200,6 +200,34 @@ def _resolve_unmerged(repo: GitRepo, layout: VaultLayout, log_path: Path) -> lis
         resolved.append(path)
     _add(repo, resolved)
     return resolved
+
+
+def _twin_renames(repo: GitRepo, layout: VaultLayout, gone: dict[str, str]) -> list[str]:
+    """A note each machine renamed by hand, to a different name, both with its bytes unchanged: the
+    merge holds it twice (one id in two files, held by a different one on each machine). The first
+    name by path stays, on every machine; the other goes (it had the same bytes). Renamed and edited,
+    both stay. Returns a line for the message per name dropped."""
+    if not gone:
+        return []
+    base = repo.git("merge-base", "HEAD", "MERGE_HEAD", check=False).strip()
+    before = _tree(repo, base) if base else {}
+    now: dict[str, list[str]] = {}
+    for record in repo.git("ls-files", "-s", "-z").split("\0"):
+        if "\t" in record:
+            info, path = record.split("\t", 1)
+            if path not in before:
+                now.setdefault(info.split()[1], []).append(path)
+    lines: list[str] = []
+    dropped: list[str] = []
+    for path, sha in sorted(gone.items()):
+        names = sorted(now.get(sha, []))
+        for other in names[1:]:
+            with contextlib.suppress(FileNotFoundError):
+                layout.resolve(other).unlink()
+            dropped.append(other)
+            lines.append(f"{path}: renamed on both machines, to {names[0]} and {other}: kept {names[0]}")
+    _add(repo, dropped)
+    return lines
 
 
 def _taken_names(folder: Path) -> set[str]:
@@ -268,11 +296,13 @@ def conclude(repo: GitRepo, label: str, checkpoint: Callable[[str], None] | None
     was merged (``origin/main``) in the message. ``checkpoint("filed")`` is called before the commit."""
     layout = VaultLayout(repo.work_tree)
     log_path = records_path(repo.git_dir)
+    gone = {path: stages[1] for path, stages in _unmerged(repo).items() if set(stages) == {1}}
     resolved = _resolve_unmerged(repo, layout, log_path)
     records = read_records(log_path)
     done = Concluded(commit="", resolved=resolved)
     for record in records:
         done.described.extend(f"{record.path}: {line}" for line in record.described)
+    done.described += _twin_renames(repo, layout, gone)
     _file_sides(repo, layout, records, done)
     for copy, original in done.conflict_files:
         done.described.append(f"{original}: the side the merge could not keep is {copy}")
