@@ -20,7 +20,8 @@ from layers import parts
 
 from vaultmem.notes.model import parse_time
 from vaultmem.vault.atomic import TEMP_PREFIX
-from vaultmem.vault.catalog import CACHE_VERSION, Catalog
+from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.catalog_cache import CACHE_VERSION
 from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 from vaultmem.vault.layout import CONFLICT_COPY, VaultLayout, is_conflict_stem, is_ignored_rel
 from vaultmem.vault.statefile import marshal_state, unmarshal_state

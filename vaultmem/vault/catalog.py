@@ -9,23 +9,20 @@ current by the write path and the watcher. Malformed notes are recorded as probl
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import logging
 import posixpath
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
-from typing import Any
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
 from vaultmem.notes.model import Note, note_from_text
-from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.entry import ENTRY_FIELDS, Entry
+from vaultmem.vault.catalog_cache import load_entries, save_entries
+from vaultmem.vault.entry import Entry
 from vaultmem.vault.layout import (
     VaultLayout,
     bad_name_reason,
@@ -35,10 +32,8 @@ from vaultmem.vault.layout import (
 )
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
-from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 8
 IDEM_TAG_PREFIX = "idem-"
 #: A note file larger than this is reported and left alone, never read into memory or indexed.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
@@ -105,7 +100,7 @@ class Catalog:
     def scan(self, temp_files: list[str] | None = None) -> tuple[int, int]:
         """Rebuild from the vault; return (notes seen, notes parsed anew). With ``temp_files``, the
         temp files of atomic writes met on the walk are appended to it (vault-relative)."""
-        cached = self._load_cache()
+        cached = load_entries(self._cache_file)
         parsed = 0
         with self._lock:
             self._clear()
@@ -180,9 +175,6 @@ class Catalog:
             for other in paths:
                 if other != eldest:
                     self.problems[other] = _same_id(other, eldest)
-            for tag in self._by_path[eldest].tags:  # its idempotency keys are its own, too
-                if tag.startswith(IDEM_TAG_PREFIX) and self._by_idem.get(tag) in paths:
-                    self._by_idem[tag] = eldest
 
     def save_when_quiet(self, delay: float) -> None:
         """Save the cache ``delay`` seconds after the changes (writes, the watcher's paths) pause,
@@ -428,10 +420,13 @@ class Catalog:
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         """The note a key names; of several (each machine wrote one before they met), the first by
-        path, as for a fingerprint: every machine answers the same note, whichever it read first."""
+        path, as for a fingerprint: every machine answers the same note, whichever it read first. A
+        copy of a note (which carries its keys and its id) never answers while the note holds the id."""
         with self._lock:
             paths = sorted(self._by_idem.get(tag))
-            return self._by_path.get(paths[0]) if paths else None
+            holding = [p for p in paths if (e := self._by_path[p]).id is None or self._by_id.get(e.id) == p]
+            chosen = holding or paths
+            return self._by_path[chosen[0]] if chosen else None
 
     def resolve_link(
         self, target: str, *, source: str | None = None, recorded: str | None = None
@@ -530,53 +525,11 @@ class Catalog:
             return sum(n for d, n in self._days.items() if d >= key)
 
     # -- the cache --------------------------------------------------------------------------
-    def _load_cache(self) -> dict[str, Entry]:
-        """The entries saved by the last scan: one column of values per field of :data:`ENTRY_FIELDS`
-        (not a row per entry, whose freed lists stayed in the heap: docs/architecture.md), in
-        ``marshal`` (:func:`marshal_state`): read ~5x faster than JSON, strings back interned and
-        tuples as tuples. A damaged or foreign cache, or another layout's, is ignored."""
-        try:
-            data = unmarshal_state(read_regular(self._cache_file))
-            if not isinstance(data, tuple) or len(data) != 3 or data[:2] != (CACHE_VERSION, ENTRY_FIELDS):
-                return {}
-            columns = data[2]
-            if (
-                not isinstance(columns, tuple)
-                or len(columns) != len(ENTRY_FIELDS)
-                or len(set(map(len, columns))) > 1
-            ):
-                return {}
-            return {entry.path: entry for entry in map(Entry, *columns)}
-        except (OSError, ValueError, EOFError, TypeError):
-            return {}
-
     def save_cache(self) -> None:
         with self._lock:  # the holders of ids first: the next scan adds them first (see scan)
             holders = set(self._by_id.values())
             entries = sorted(self._by_path.values(), key=lambda e: e.path not in holders)
-        columns: list[tuple[Any, ...]] = (
-            list(zip(*entries, strict=True)) if entries else [() for _ in ENTRY_FIELDS]
-        )
-        for i in (*_REPEATED_AT, *_HELD_BY_THE_INDEX_TOO):  # saved interned, so read back interned
-            columns[i] = tuple(None if v is None else sys.intern(v) for v in columns[i])
-        try:
-            atomic_write(
-                self._cache_file, marshal_state((CACHE_VERSION, ENTRY_FIELDS, tuple(columns))), durable=False
-            )
-        except (OSError, ValueError) as exc:  # derived: losing it only slows the next start
-            log.warning("the catalog cache %s was not saved: %s", self._cache_file, exc)
-            return
-        with contextlib.suppress(OSError):  # the JSON cache of earlier versions
-            (self._cache_file.parent / "catalog.json").unlink(missing_ok=True)
-
-
-#: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
-_REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
-_REPEATED_AT = [ENTRY_FIELDS.index(n) for n in _REPEATED]
-#: Values the index's in-memory records hold too: interned where both are read from disk (this
-#: cache, the index's table), so the two share one string (~30 MB at 100k notes, net of the table
-#: of interned strings; docs/benchmarks.md). ``index/_schema.py`` interns the same columns.
-_HELD_BY_THE_INDEX_TOO = [ENTRY_FIELDS.index(n) for n in ("id", "path", "title", "content_hash", "created")]
+        save_entries(self._cache_file, entries)
 
 
 def _source_key(kind: str, value: str | None) -> str | None:
