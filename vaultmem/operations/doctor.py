@@ -30,7 +30,10 @@ def side_files(repo: GitRepo, notes: set[str]) -> list[str]:
     """The tracked files a sync merge wrote for the side of a setting, a project.yaml, a slot (not
     a note: those are conflict notes) that it could not keep: ``filing.conflict-1a2b3c4d.yaml``."""
     try:
-        listed = repo.git("ls-files", "-z", "--", ":(glob)**/*.conflict-*", errors="surrogateescape")
+        listed = repo.git(  # a glob pathspec: vaultmem's git takes paths literally otherwise
+            "ls-files", "-z", "--", ":(glob)**/*.conflict-*",
+            env={"GIT_LITERAL_PATHSPECS": "0"}, errors="surrogateescape",
+        )  # fmt: skip
     except (VaultError, OSError):
         return []
     return sorted(p for p in listed.split("\0") if p and p not in notes and _SIDE_FILE.search(p))
