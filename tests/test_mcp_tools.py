@@ -302,6 +302,46 @@ def test_an_idea_matching_a_card_is_appended_to_it(daemon: Daemon, vault: Path) 
     assert "## Added by capture" in path.read_text(encoding="utf-8")
 
 
+def test_an_idea_is_matched_against_each_cards_body_as_the_person_last_saved_it(
+    daemon: Daemon, vault: Path
+) -> None:
+    """Seed: "A type: idea capture that matches a card in personal/ideas/ (the same slug, or a title
+    or body overlap of 0.5 or more) is appended to that card": the body compared is the card's file
+    now (the words of cards' bodies are kept between captures, by the file's content hash)."""
+    results: list[dict[str, Any]] = []
+
+    async def session(client: Client) -> None:
+        first = await call(
+            client, "memory_capture", content="Panels on the garage roof.", kind="idea", title="Solar roof"
+        )
+        results.append(first)
+        [path] = [p for p in note_files(vault) if p.stem == first["slug"]]
+        rel = path.relative_to(vault).as_posix()
+
+        def last_commit() -> str:
+            return git(vault, "log", "-1", "--format=%s", "--", rel)
+
+        # an unrelated idea first: every card's body is read (and its words kept) once
+        results.append(await call(client, "memory_capture", content="Bake rye.", kind="idea", title="Bread"))
+        await anyio.to_thread.run_sync(lambda: wait_for(last_commit))
+        text = path.read_text(encoding="utf-8")
+        path.write_text(
+            text.replace("Panels on the garage roof.", "A heat pump for the cellar."), encoding="utf-8"
+        )
+        await anyio.to_thread.run_sync(lambda: wait_for(lambda: last_commit().startswith("hand edit")))
+        for content, title in (
+            ("A heat pump for the cellar, please.", "Warm cellar"),
+            ("Panels for the garage roof, maybe.", "Sun"),
+        ):
+            results.append(await call(client, "memory_capture", content=content, kind="idea", title=title))
+
+    run(daemon, session)
+    first, bread, by_new_body, by_old_body = results
+    assert "appended" not in bread and bread["id"] != first["id"]
+    assert by_new_body.get("appended") is True and by_new_body["id"] == first["id"]
+    assert "appended" not in by_old_body and by_old_body["id"] != first["id"]
+
+
 def test_capture_never_raises_a_failure_is_a_success_false_result(daemon: Daemon, vault: Path) -> None:
     """Seed: "{success: false, error} on failure ... a write failure surfaces as error rather than
     an exception". Bad input, an unknown kind and the daily cap all answer {success: false}."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Sized
@@ -131,7 +132,20 @@ def title_from_content(content: str) -> str:
 
 def word_overlap(a: str, b: str) -> float:
     """Jaccard overlap of the meaningful words of two texts (0 when either has none)."""
-    wa, wb = set(meaningful_words(a)), set(meaningful_words(b))
+    return set_overlap(word_set(a), word_set(b))
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The meaningful words of ``text``, as a set."""
+    return frozenset(meaningful_words(text))
+
+
+#: The word sets of titles, which the same notes' titles are asked for again and again.
+title_words = functools.lru_cache(maxsize=16384)(word_set)
+
+
+def set_overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
+    """Jaccard overlap of two word sets (0 when either is empty)."""
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)

@@ -59,6 +59,10 @@ class Memories:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        #: The word sets of idea cards' bodies, by path, with the content hash they were read at: an
+        #: idea capture compares its text with every card's (read from disk before: 2.3 s at 2,224
+        #: cards, inside the write lock; docs/benchmarks.md). Read and filled in the writer's lock.
+        self._card_words: dict[str, tuple[str, frozenset[str]]] = {}
 
     # -- reads ------------------------------------------------------------------------------
     def require(self, note_id: str) -> Entry:
@@ -328,21 +332,34 @@ class Memories:
         return self._one(note.path, text, "update in place")
 
     def _idea_card(self, contract: Contract, title: str | None, content: str) -> Entry | None:
-        ideas_dir = contract.class_dir("idea") + "/"
         cards = [
-            e for e in self.ctx.catalog.entries()
-            if e.path.startswith(ideas_dir) and e.status in ("active", "unfiled")
-        ]  # fmt: skip
+            e
+            for e in self.ctx.catalog.in_folder(contract.class_dir("idea"))
+            if e.status in ("active", "unfiled")
+        ]
         slug = make_slug(title) if title else None
+        wanted = rules.word_set(title) if title else frozenset()
         for entry in cards:
             if slug and entry.slug == slug:
                 return entry
-            if title and rules.word_overlap(title, entry.title) >= contract.idea_overlap:
+            if wanted and rules.set_overlap(wanted, rules.title_words(entry.title)) >= contract.idea_overlap:
                 return entry
+        words = rules.word_set(content)
+        kept = {e.path for e in cards}
+        for path in [p for p in self._card_words if p not in kept]:  # gone, or no longer a live card
+            del self._card_words[path]
         for entry in cards:
-            if rules.word_overlap(content, self.ctx.store.read(entry.path).body) >= contract.idea_overlap:
+            if rules.set_overlap(words, self._body_words(entry)) >= contract.idea_overlap:
                 return entry
         return None
+
+    def _body_words(self, entry: Entry) -> frozenset[str]:
+        known = self._card_words.get(entry.path)
+        if known is not None and known[0] == entry.content_hash:
+            return known[1]
+        words = rules.word_set(self.ctx.store.read(entry.path).body)
+        self._card_words[entry.path] = (entry.content_hash, words)
+        return words
 
     def _idea_append(self, entry: Entry, content: str, source: dict[str, str]) -> Plan[str]:
         note = self.ctx.store.read(entry.path)

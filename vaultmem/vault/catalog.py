@@ -84,6 +84,7 @@ class Catalog:
         self._by_stem = Multimap()  # lower-cased file stem -> paths of notes
         self._by_alias = Multimap()  # lower-cased alias -> paths of the notes it names
         self._by_source = Multimap()  # _source_key(source id or url) -> paths of the notes from it
+        self._by_dir = Multimap()  # folder ("" for the root) -> paths of the notes directly in it
         #: Lower-cased stems of malformed files, by directory: their names are taken too.
         self._problem_names: dict[str, set[str]] = {}
         self._days: Counter[str] = Counter()
@@ -293,7 +294,14 @@ class Catalog:
     def _clear(self) -> None:
         for table in (self._by_path, self._by_id, self._problem_names, self._days):
             table.clear()
-        for multimap in (self._by_fp, self._by_idem, self._by_stem, self._by_alias, self._by_source):
+        for multimap in (
+            self._by_fp,
+            self._by_idem,
+            self._by_stem,
+            self._by_alias,
+            self._by_source,
+            self._by_dir,
+        ):
             multimap.clear()
         self.problems.clear()
         self.skipped.clear()
@@ -338,6 +346,7 @@ class Catalog:
             for key in _source_keys(entry):
                 self._by_source.add(key, entry.path)
         self._by_stem.add(stem.lower(), path)
+        self._by_dir.add(_dir_of(path), path)
         for alias in entry.aliases:
             self._by_alias.add(alias.lower(), entry.path)
         day = entry.created_day
@@ -370,6 +379,7 @@ class Catalog:
             if tag.startswith(IDEM_TAG_PREFIX):
                 self._by_idem.discard(tag, rel)
         self._by_stem.discard(entry.slug.lower(), rel)
+        self._by_dir.discard(_dir_of(rel), rel)
         for key in _source_keys(entry):
             self._by_source.discard(key, rel)
         for alias in entry.aliases:
@@ -501,6 +511,16 @@ class Catalog:
         keys = [_source_key("id", source_id), _source_key("url", source_url)]
         with self._lock:
             paths = {p for key in keys if key for p in self._by_source.get(key)}
+            return [self._by_path[p] for p in sorted(paths)]
+
+    def in_folder(self, folder: str) -> list[Entry]:
+        """The notes in ``folder`` and the folders below it, by path (without a walk over every note:
+        an idea capture asks it of the ideas folder, inside the write lock)."""
+        below = folder.rstrip("/") + "/"
+        with self._lock:
+            paths = [
+                p for d in self._by_dir if d == folder or d.startswith(below) for p in self._by_dir.get(d)
+            ]
             return [self._by_path[p] for p in sorted(paths)]
 
     def with_fingerprint(self, fp: str) -> list[Entry]:
