@@ -225,3 +225,25 @@ def test_a_folder_replaced_by_a_symlink_does_not_stop_the_commits_or_the_start(
         assert restarted.memory is not None
         restarted.memory.flush()
     assert status(vault) == "" and "later" in in_head(vault)
+
+
+def test_a_note_in_a_submodule_does_not_stop_every_commit(vault: Path, tmp_path: Path) -> None:
+    """A repository of the person's inside the vault (a team's notes as a git submodule): a hand
+    edit of a note in it was named to the vault's git, which refuses it ("is in submodule"), and
+    the commit was retried every second for good with every agent's commit queued behind it.
+    The note is searched; its commit is the submodule's."""
+    team = tmp_path / "team-notes"
+    hand_write(team, "glazes.md", NOTE.format(title="Team glazes", body="the team's celadon recipe"))
+    git(team.parent, "init", "-q", str(team))
+    git(team, "add", "glazes.md")
+    person_git(team, "commit", "-q", "-m", "team notes")
+    person_git(vault, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(team), "team")
+    person_git(vault, "commit", "-q", "-m", "the team's notes as a submodule")
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=0.2) as daemon:
+        wire = Wire(daemon)
+        with (vault / "team/glazes.md").open("a", encoding="utf-8") as note:
+            note.write("Fire it to cone ten, in reduction.\n")
+        wait_for(lambda: "glazes" in slugs_found(wire, "celadon reduction cone ten"))
+        append(wire, "Celadon", "celadon wants a reduction atmosphere")
+        wait_for(lambda: any(p.endswith("/celadon.md") for p in in_head(vault)), timeout=10)
+        assert status(vault) == " M team\n"  # the person's to commit, in the submodule first

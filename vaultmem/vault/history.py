@@ -329,8 +329,9 @@ class GitRepo:
         # A folder the person replaced by a symlink (moved into a synced folder and linked back):
         # git refuses a path beyond it ("beyond a symbolic link", for good, and every commit
         # queued behind it); the symlink itself is what changed, and committing it records the
-        # files that were under it as deleted, as `git add -A` would.
-        unique = sorted({self._below_symlink(p) for p in paths})
+        # files that were under it as deleted, as `git add -A` would. A note in a repository of
+        # its own inside the vault (a submodule, a clone) is that repository's to commit.
+        unique = sorted({c for p in paths if (c := self._committed_as(p)) is not None})
         if not unique:
             return False
         self._require_branch()
@@ -389,13 +390,16 @@ class GitRepo:
             Path(spec.name).unlink(missing_ok=True)
         return True
 
-    def _below_symlink(self, rel: str) -> str:
-        """``rel``, or the symlinked folder on its way when there is one (the nearest the root)."""
+    def _committed_as(self, rel: str) -> str | None:
+        """``rel``; or the symlinked folder on its way (the nearest the root); or None when a
+        folder on its way is a repository of its own (a submodule or a clone: it has a ``.git``)."""
         parts = rel.split("/")
         for depth in range(1, len(parts)):
-            leading = "/".join(parts[:depth])
-            if (self.work_tree / leading).is_symlink():
-                return leading
+            leading = self.work_tree / "/".join(parts[:depth])
+            if leading.is_symlink():
+                return "/".join(parts[:depth])
+            if os.path.lexists(leading / ".git"):
+                return None
         return rel
 
     def _add(self, paths: Sequence[str]) -> None:
