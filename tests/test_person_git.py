@@ -9,14 +9,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git, hand_write
 from graph_wire import Wire
 from mcp_harness import running_daemon, structured, wait_for
 
-from vaultmem.errors import GitBusy
+from vaultmem.errors import GitBusy, GitError
+from vaultmem.vault.commits import CommitWriter
+from vaultmem.vault.history import Author, GitRepo
 
 NOTE = "---\ntitle: {title}\n---\n{body}\n"
 
@@ -247,3 +251,36 @@ def test_a_note_in_a_submodule_does_not_stop_every_commit(vault: Path, tmp_path:
         append(wire, "Celadon", "celadon wants a reduction atmosphere")
         wait_for(lambda: any(p.endswith("/celadon.md") for p in in_head(vault)), timeout=10)
         assert status(vault) == " M team\n"  # the person's to commit, in the submodule first
+
+
+class RefusingRepo(GitRepo):
+    """The vault's repository, refusing for good every commit that names ``refused`` (as git
+    refused a path in an ignored folder, beyond a symlink or in a submodule, rows 37-40)."""
+
+    refused = "notes/refused.md"
+
+    def commit_paths(self, paths: Sequence[str], message: str, *args: Any, **kwargs: Any) -> bool:
+        if self.refused in paths:
+            raise GitError(f"fatal: pathspec '{self.refused}' is refused")
+        return super().commit_paths(paths, message, *args, **kwargs)
+
+
+def test_a_commit_git_refuses_for_good_holds_back_no_other_authors_commit(vault: Path) -> None:
+    """Every commit refused for good above (rows 37-40) also held back every commit queued behind
+    it, for as long as the daemon ran: the queue retried the whole line in order. A refusal of
+    one commit's own now holds back only that commit; a held lock still holds back the line."""
+    writer = CommitWriter(RefusingRepo(vault, lock_timeout=0.2), retry_delay=0.05)
+    writer.start()
+    person, agent = Author("Pat", "pat@example.com"), Author("cursor", "cursor@vaultmem.local")
+    try:
+        hand_write(vault, RefusingRepo.refused, "the person's note git will not take\n")
+        hand_write(vault, "notes/agent.md", "an agent's note\n")
+        refused = writer.submit([RefusingRepo.refused], "hand edit: notes/refused.md", author=person)
+        landed = writer.submit(["notes/agent.md"], "memory_append: add agent", author=agent)
+        landed.result(timeout=10)
+        with pytest.raises(GitError, match="refused"):
+            refused.result(timeout=10)
+    finally:
+        writer.close()
+    assert git(vault, "log", "-1", "--format=%s %an").strip() == "memory_append: add agent cursor"
+    assert status(vault) == "?? notes/refused.md\n"

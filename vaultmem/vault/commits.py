@@ -4,7 +4,9 @@ Writes that queue while a commit runs are grouped into the next commit, whose me
 them; a run of writes by one author (an agent, the person, vaultmem itself) is one commit, so two
 agents' writes never land under one name. A commit git refused (a held lock) is retried with backoff
 while the files stay safe on disk; waiters get the error of the failed attempt so nobody blocks
-forever. Commit subjects name what changed (:func:`names_in_subject`, :func:`hand_edit_message`).
+forever. While git is busy the whole line waits, in order; a commit git refuses for a reason of its
+own is retried alone and holds back no other commit. Commit subjects name what changed
+(:func:`names_in_subject`, :func:`hand_edit_message`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from vaultmem.caller import Caller
+from vaultmem.errors import GitLocked
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.reading import shown
 
@@ -102,7 +105,7 @@ class CommitWriter:
         self._thread: threading.Thread | None = None
         self._retry: list[_Job] = []
         self.commits = 0
-        self._failing = ""  # the error of the attempts failing in a row (logged once)
+        self._failing: set[str] = set()  # the errors of the attempts failing in a row (logged once)
         #: Held around every commit (the vault's writer passes its commit gate, so no commit lands
         #: while a sync round merges); told after every commit that landed (automatic sync rounds).
         self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
@@ -189,25 +192,38 @@ class CommitWriter:
                 runs[-1].append(job)
             else:
                 runs.append([job])
+        errors: list[Exception] = []
         for i, run in enumerate(runs):
             try:
                 self._commit_run(run)
             except Exception as exc:  # GitError, OSError: keep the jobs, tell the waiters
-                if str(exc) != self._failing:  # once, not every second of a person's long rebase
+                errors.append(exc)
+                if str(exc) not in self._failing:  # once, not every second of a person's long rebase
                     log.warning("commit failed, will retry: %s", exc)
-                    self._failing = str(exc)
-                self._retry.extend(j for later in runs[i:] for j in later)
-                for job in jobs:
+                    self._failing.add(str(exc))
+                # git busy (a held lock, the person's rebase): every commit after this one waits,
+                # in order. A refusal of this commit's own (a path git will not take) holds back
+                # no other author's commit.
+                locked = isinstance(exc, GitLocked)
+                held = [j for later in (runs[i:] if locked else [run]) for j in later]
+                self._retry.extend(held)
+                for job in held:
                     if not job.done.done():
                         job.done.set_exception(exc)
-                return
-            self._failing = ""
+                if locked:
+                    break
+                continue
             for job in run:
                 if not job.done.done():  # a retried job's waiter was told of the failed attempt
                     job.done.set_result(None)
-        for job in jobs:
+        if not errors:
+            self._failing.clear()
+        for job in jobs:  # a flush's marker: told of the first failure, if there was one
             if not job.done.done():
-                job.done.set_result(None)
+                if errors:
+                    job.done.set_exception(errors[0])
+                else:
+                    job.done.set_result(None)
         if self.commits > before:
             self.on_commit()
 
