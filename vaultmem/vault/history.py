@@ -412,7 +412,9 @@ class GitRepo:
     def _ignored(self, paths: Sequence[str]) -> frozenset[str]:
         """Those of ``paths`` git ignores and does not track."""
         listed = "\0".join(paths).encode("utf-8", "surrogateescape")
-        out = self.run("check-ignore", "-z", "--stdin", input_bytes=listed, check=False).stdout
+        # (paths, not pathspecs, to check-ignore, which refuses the literal setting of _git_env)
+        plain = {"GIT_LITERAL_PATHSPECS": "0"}
+        out = self.run("check-ignore", "-z", "--stdin", input_bytes=listed, check=False, env=plain).stdout
         return frozenset(out.decode("utf-8", "surrogateescape").split("\0")) - {""}
 
     def commit_empty(self, message: str, author: Author | None = None) -> None:
