@@ -284,3 +284,22 @@ def test_a_commit_git_refuses_for_good_holds_back_no_other_authors_commit(vault:
         writer.close()
     assert git(vault, "log", "-1", "--format=%s %an").strip() == "memory_append: add agent cursor"
     assert status(vault) == "?? notes/refused.md\n"
+
+
+def test_a_conflict_the_person_is_resolving_is_left_to_them(vault: Path, tmp_path: Path) -> None:
+    """A ``git stash pop`` that conflicted (no merge in progress, both sides in git's index): the
+    daemon's start committed the file as it was, conflict markers and all, which also marked the
+    conflict resolved (the sync round's commit of pending work did the same while it ran)."""
+    hand_write(vault, "board.canvas", '{"nodes": [1]}\n', commit=True)
+    hand_write(vault, "board.canvas", '{"nodes": [1, 2]}\n')
+    person_git(vault, "stash", "-q")
+    hand_write(vault, "board.canvas", '{"nodes": [1, 3]}\n')
+    person_git(vault, "commit", "-q", "-am", "another side")
+    subprocess.run(["git", "stash", "pop"], cwd=vault, capture_output=True, check=False)
+    assert status(vault) == "UU board.canvas\n"
+    with running_daemon(vault, tmp_path / "token") as daemon:
+        append(Wire(daemon), "During the conflict", "written while the canvas conflict is open")
+        assert daemon.memory is not None
+        daemon.memory.flush()
+    assert "<<<<<<<" not in git(vault, "show", "HEAD:board.canvas")
+    assert status(vault) == "UU board.canvas\n"

@@ -340,6 +340,11 @@ class GitRepo:
         # pathspec: leave such paths out. A deletion the person staged themselves (`git rm`,
         # `git mv`) is in HEAD but no longer in git's index: `git add` would refuse its path, the
         # commit takes it.
+        # A conflict the person is resolving (a `git stash pop` that conflicted: no merge is in
+        # progress, yet the index holds both sides): `git add` would mark it resolved, conflict
+        # markers and all. It is theirs to resolve and commit.
+        unmerged = self._unmerged()
+        unique = [p for p in unique if p not in unmerged]
         in_index, staged_gone = self._tracked(unique)
         unique = [p for p in unique if p in in_index or p in staged_gone or _committable(self.work_tree / p)]
         if not unique:
@@ -401,6 +406,11 @@ class GitRepo:
             if os.path.lexists(leading / ".git"):
                 return None
         return rel
+
+    def _unmerged(self) -> frozenset[str]:
+        """The paths git's index holds unmerged (a conflict not resolved yet)."""
+        out = self.git("ls-files", "-u", "-z", errors="surrogateescape")
+        return frozenset(entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry)
 
     def _add(self, paths: Sequence[str]) -> None:
         if paths:
