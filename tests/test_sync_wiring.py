@@ -288,3 +288,18 @@ def test_a_fault_while_a_merge_is_finished_undoes_it_and_the_vault_keeps_committ
     cluster.settle()
     assert tree(laptop) == tree(desktop) and status(desktop) == ""
     assert any(written["slug"] in rel for rel in tree(desktop))
+
+
+def test_a_copy_made_by_hand_never_answers_its_originals_key(cluster: Cluster) -> None:
+    """The guard of the rule above: Obsidian's "Make a copy" (``<name> 1.md``, sorting first) carries
+    the original's id and key; the key keeps naming the original."""
+    laptop = cluster.first("laptop")
+    here = opened(laptop)
+    first = here.append("The build cache lives on the NAS.", "reference", idempotency_key="nas-cache")
+    here.close()
+    rel = f"memory/semantic/{first['slug']}.md"
+    hand_write(laptop.root, f"memory/semantic/{first['slug']} 1.md", (laptop.root / rel).read_bytes())
+    again = opened(laptop).append(
+        "The build cache lives on the NAS.", "reference", idempotency_key="nas-cache"
+    )
+    assert again["deduplicated"] and again["slug"] == first["slug"] and again["id"] == first["id"]

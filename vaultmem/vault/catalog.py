@@ -430,13 +430,13 @@ class Catalog:
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         """The note a key names; of several (each machine wrote one before they met), the first by
-        path, as for a fingerprint: every machine answers the same note, whichever it read first. A
-        copy of a note (which carries its keys and its id) never answers while the note holds the id."""
+        path, as for a fingerprint: every machine answers the same note, whichever it read first.
+        A copy made by hand, carrying its original's id and key, comes after its original."""
         with self._lock:
-            paths = sorted(self._by_idem.get(tag))
-            holding = [p for p in paths if (e := self._by_path[p]).id is None or self._by_id.get(e.id) == p]
-            chosen = holding or paths
-            return self._by_path[chosen[0]] if chosen else None
+            entries = [self._by_path[p] for p in self._by_idem.get(tag) if p in self._by_path]
+            if not entries:
+                return None
+            return min(entries, key=lambda e: (e.id is not None and self._by_id.get(e.id) != e.path, e.path))
 
     def resolve_link(
         self, target: str, *, source: str | None = None, recorded: str | None = None
