@@ -303,3 +303,42 @@ def test_a_copy_made_by_hand_never_answers_its_originals_key(cluster: Cluster) -
         "The build cache lives on the NAS.", "reference", idempotency_key="nas-cache"
     )
     assert again["deduplicated"] and again["slug"] == first["slug"] and again["id"] == first["id"]
+
+
+def test_a_process_started_with_another_state_dir_never_finishes_a_round_that_is_still_merging(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A start finishes a round a kill interrupted (its marker, git's open merge). A process whose
+    state directory is not the daemon's (a shell without the daemon's VAULTMEM_STATE_DIR) holds
+    another write lock, so its start took the daemon's merge, paused between git's merge and its
+    conclusion, for one a kill interrupted, and concluded it under the running round. The commit gate
+    in the git directory, which every round holds while it merges, keeps such a start waiting."""
+    laptop, desktop = diverge(cluster)
+    here = opened(laptop)
+    paused, go = threading.Event(), threading.Event()
+
+    def hold(step: str) -> None:
+        if step == "merged":
+            paused.set()
+            go.wait(timeout=30)
+
+    on_sync_step(here, hold)
+    reports = []
+    rounds = threading.Thread(target=lambda: reports.append(here.sync()))
+    rounds.start()
+    assert paused.wait(timeout=30)
+    merging = git(laptop.root, "rev-parse", "HEAD").strip()
+    other = Settings.resolve(laptop.root, tmp_path / "elsewhere", durable=False)
+    opening = threading.Thread(target=lambda: Memory(other, index=False, background_commits=False).close())
+    opening.start()
+    opening.join(timeout=2.0)
+    try:
+        assert git(laptop.root, "rev-parse", "HEAD").strip() == merging  # the round's merge is its own
+        assert (laptop.repo.git_dir / "MERGE_HEAD").exists()
+    finally:
+        go.set()
+        rounds.join(timeout=60)
+        opening.join(timeout=60)
+    assert reports and reports[0].ok and not opening.is_alive()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop) and git_status(laptop.root) == ""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from vaultmem import caller
-from vaultmem.errors import GitError, VaultmemError
+from vaultmem.errors import GitError, VaultBusy, VaultmemError
 from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import remove_files
@@ -33,7 +33,7 @@ from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, n
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
-from vaultmem.vault.merge_state import recover_at_start
+from vaultmem.vault.merge_state import needs_recovery, recover_at_start
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
 from vaultmem.vault.reading import file_hash
 from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
@@ -113,7 +113,12 @@ class VaultWriter:
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         with self._process_lock, self._lock:
             repo.sweep_pathspec_files()
-            recover_at_start(repo)  # a sync round a kill interrupted: before the start-up commit
+            if needs_recovery(repo.git_dir):  # a sync round a kill interrupted: before the start-up
+                # commit. Under the commit gate, which a round holds while it merges: a process whose
+                # state directory (so write lock) is not the daemon's must not take its round for one
+                # that was killed. A round still merging past the timeout finishes on its own.
+                with contextlib.suppress(VaultBusy), self._gate.exclusive():
+                    recover_at_start(repo)
             # `git status` (a subprocess: it stats every file too) runs while the catalog scans.
             with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-git-status") as pool:
                 pending = pool.submit(repo.pending_changes)
