@@ -125,7 +125,9 @@ def test_swap_and_backup_leftovers_are_never_committed_even_without_a_gitignore(
     git(vault, "add", ".gitignore")
     git(vault, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-q", "-m", "minimal ignore")
     folder = vault / "memory" / "semantic"
-    leftovers = ["note.md~", ".note.md.swp", "4913", "note.md.bak", "note.md.orig", "draft.tmp"]
+    leftovers = ["note.md~", ".note.md.swp", "4913", "note.md.bak", "note.md.orig", "draft.tmp",
+                 "note.md___jb_old___", "note.md___jb_tmp___", ".note.md.a1B2c3"]  # fmt: skip
+    # (the last three: a JetBrains safe write and an rsync run that crashed midway)
     for name in leftovers:
         (folder / name).write_text("leftover", encoding="utf-8")
     (vault / ".trash").mkdir()

@@ -15,7 +15,13 @@ from vaultmem.vault.reading import is_valid_name, kind_of, shown
 
 #: Directories never walked: git, vaultmem's state, Obsidian's settings, Obsidian's trash.
 IGNORED_DIRS = frozenset({".git", STATE_DIRNAME, ".obsidian", ".trash", ".stfolder", "node_modules"})
-_SWAP = re.compile(r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$)")
+#: Editors' and tools' leftovers (Emacs' locks and autosaves, backups, Vim's swap and probe files,
+#: JetBrains' safe-write files, rsync's temp copy of a note, downloads in progress): never notes,
+#: never committed.
+_SWAP = re.compile(
+    r"(^\.#|^#.*#$|~$|\.sw[a-p]$|\.swx$|\.tmp$|\.bak$|\.orig$|^4913$|\.crdownload$|\.part$"
+    r"|___jb_(?:tmp|old|bak)___$|^\..+\.md\.[A-Za-z0-9]{6}$)"
+)
 #: Files in vaultmem's folder (the vault root, or its own folder) that are about the vault, not memories.
 ROOT_NON_NOTES = frozenset({"README.md"})
 #: Sync clients' conflict copies. Dropbox: ``name (Ann's conflicted copy 2026-01-01).md``; Drive and
