@@ -303,3 +303,33 @@ def test_a_conflict_the_person_is_resolving_is_left_to_them(vault: Path, tmp_pat
         daemon.memory.flush()
     assert "<<<<<<<" not in git(vault, "show", "HEAD:board.canvas")
     assert status(vault) == "UU board.canvas\n"
+
+
+def test_the_cli_answers_while_the_persons_git_is_on_an_old_commit_and_its_write_lands_after(
+    vault: Path,
+) -> None:
+    """A CLI write (or any command) while the person's git held vaultmem's commits back (an old
+    commit checked out, a stopped rebase, another process's lock) exited 1 with the commit's error
+    and no answer, though the note was written: a script retried a write that was done, and
+    `vaultmem log` or `search` answered nothing. Now the command answers, says on stderr that its
+    commit waits, and the next command once the branch is back commits the note."""
+    env = {**os.environ, "VAULTMEM_EMBEDDER": "fake"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "vaultmem.cli", "--vault", str(vault), *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=120)
+
+    first = cli("append", "--kind", "reference", "--json", "The kiln fires at cone six.")
+    assert first.returncode == 0, first.stderr
+    person_git(vault, "checkout", "-q", "--detach")
+    done = cli("append", "--kind", "reference", "--json", "The glaze needs two coats.")
+    assert done.returncode == 0, done.stderr
+    assert "not committed yet" in done.stderr and "detached HEAD" in done.stderr
+    written = json.loads(done.stdout)
+    assert (vault / f"memory/semantic/{written['slug']}.md").is_file()
+    history = cli("log", json.loads(first.stdout)["id"])
+    assert history.returncode == 0 and "kiln" in history.stdout, history.stderr
+    person_git(vault, "checkout", "-q", "main")
+    assert cli("log", written["id"]).returncode == 0
+    assert f"memory/semantic/{written['slug']}.md" in in_head(vault)
+    assert status(vault) == ""

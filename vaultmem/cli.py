@@ -8,6 +8,7 @@ unless the command opens the index (``tests/test_cli_imports.py`` holds both to 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import getpass
 import json
@@ -15,13 +16,13 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.config import Settings, find_homes
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import GitLocked, VaultmemError
 
 if TYPE_CHECKING:
     from vaultmem.memory import Memory, SyncReport
@@ -46,11 +47,24 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.resolve(args.vault, getattr(args, "state_dir", None))
 
 
-def _open(args: argparse.Namespace, *, index: bool = False) -> Memory:
-    """The vault, committing inline; without its index unless the command searches."""
+@contextlib.contextmanager
+def _open(args: argparse.Namespace, *, index: bool = False) -> Iterator[Memory]:
+    """The vault, committing inline; without its index unless the command searches.
+
+    A commit git holds back (another process's lock, the person's rebase or checkout of an old
+    commit) does not fail the command: what it wrote is on disk, and the daemon or the next command
+    commits it. The command answers as it would, with a note on stderr (it exited 1 with no answer,
+    so a script retried a write that was done)."""
     from vaultmem.memory import Memory
 
-    return Memory(_settings(args), index=index, background_commits=False)
+    memory = Memory(_settings(args), index=index, background_commits=False)
+    try:
+        yield memory
+    finally:
+        try:
+            memory.close()
+        except GitLocked as exc:
+            print(f"note: not committed yet: {exc}", file=sys.stderr)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
