@@ -67,9 +67,8 @@ class _Handler(FileSystemEventHandler):
                 raw = getattr(event, "dest_path", "") or event.src_path
                 self.watcher.folder_appeared(raw if isinstance(raw, str) else raw.decode())
             return
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if raw:
-                self.watcher.touch(raw if isinstance(raw, str) else raw.decode())
+        raws = [r for r in (event.src_path, getattr(event, "dest_path", "")) if r]
+        self.watcher.touch(*(r if isinstance(r, str) else r.decode() for r in raws))
 
 
 class VaultWatcher:
@@ -143,16 +142,22 @@ class VaultWatcher:
             return None
         return rel
 
-    def touch(self, raw: str) -> None:
-        rel = self.relative(raw)
-        if rel is None:
+    def touch(self, *raws: str) -> None:
+        """Paths changed; the two of one rename are due together, so they are read in one batch:
+        apart, the old name's removal could hand its id to a copy before the new name was seen."""
+        rels = [rel for rel in map(self.relative, raws) if rel is not None]
+        if not rels:
             return
         with self._cond:
             now = time.monotonic()
             # Debounced, but never postponed past max_delay: a file saved every few milliseconds
             # for a long time is still indexed within about a second of its first change.
-            first = self._first_touch.setdefault(rel, now)
-            self._due[rel] = min(now + self.debounce, first + self.max_delay)
+            due = max(
+                min(now + self.debounce, self._first_touch.setdefault(rel, now) + self.max_delay)
+                for rel in rels
+            )
+            for rel in rels:
+                self._due[rel] = due
             self._cond.notify()
 
     def folder_appeared(self, raw: str) -> None:
