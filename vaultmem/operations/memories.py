@@ -60,7 +60,7 @@ class Memories:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         #: The word sets of idea cards' bodies, by path, with the content hash they were read at: an
-        #: idea capture compares its text with every card's (read from disk before: 2.3 s at 2,224
+        #: idea capture compares its text with every card's (read from disk before: ~2 s at 2,222
         #: cards, inside the write lock; docs/benchmarks.md). Read and filled in the writer's lock.
         self._card_words: dict[str, tuple[str, frozenset[str]]] = {}
 

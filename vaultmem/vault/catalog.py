@@ -310,7 +310,8 @@ class Catalog:
         path = entry.path
         self._by_path[path] = entry
         stem = path.rsplit("/", 1)[-1].removesuffix(".md")  # the slug (once: every note, every start)
-        copy = is_conflict_stem(stem, self.layout.root / path.rpartition("/")[0])
+        folder = path.rpartition("/")[0]
+        copy = is_conflict_stem(stem, self.layout.root / folder)
         if entry.id:
             owner = self._by_id.get(entry.id)
             if owner is not None and owner != path and self._gave_up(owner, entry.id):
@@ -346,7 +347,7 @@ class Catalog:
             for key in _source_keys(entry):
                 self._by_source.add(key, entry.path)
         self._by_stem.add(stem.lower(), path)
-        self._by_dir.add(_dir_of(path), path)
+        self._by_dir.add(folder, path)
         for alias in entry.aliases:
             self._by_alias.add(alias.lower(), entry.path)
         day = entry.created_day
@@ -507,7 +508,7 @@ class Catalog:
     def from_source(self, source_id: str | None, source_url: str | None) -> list[Entry]:
         """The notes (never a sync client's conflict copy) captured from this source id or url, by
         path: a capture's lookup of its source's card without a walk over every note (at 100k notes
-        the walk took ~130 ms, inside the write lock)."""
+        the walk made a capture ~70 ms slower, inside the write lock; docs/benchmarks.md)."""
         keys = [_source_key("id", source_id), _source_key("url", source_url)]
         with self._lock:
             paths = {p for key in keys if key for p in self._by_source.get(key)}
