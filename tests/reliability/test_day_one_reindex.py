@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ from graph_wire import Wire
 from mcp_harness import mcp_client, running_daemon, stdio_env, structured
 
 from vaultmem.index import location
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.index.note_index import NoteIndex
+from vaultmem.index.records import NoteRecord
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 NOTES = {
@@ -143,6 +148,47 @@ def test_a_note_written_while_another_process_rebuilds_the_index_is_not_lost_fro
         assert client.health()["index_missing"]["ok"]
     finally:
         assert server.stop() == 0
+
+
+def _note(n: int) -> NoteRecord:
+    return NoteRecord(
+        id=f"0190a000-0000-7000-8000-{n:012d}", path=f"notes/n{n}.md", slug=f"n{n}", title=f"Note {n}",
+        kind="note", status="active", project=None, tags=(), text=f"note {n}", content_hash=f"h{n}",
+        created="2026-12-01T10:00:00+00:00", updated="2026-12-01T10:00:00+00:00",
+    )  # fmt: skip
+
+
+def test_a_read_while_the_switch_is_reconciled_waits_for_it(tmp_path: Path) -> None:
+    """The case above failed once on CI: another of the daemon's threads noticed the switch first
+    and ran the reconcile, and a search that came meanwhile answered from the new folder before the
+    reconcile had queued the note written during the rebuild. Here the reconcile is slow on purpose."""
+    state = tmp_path / "state"
+    index = NoteIndex(location.current(state), FakeEmbedder(), follow=state)
+    try:
+        folder, held = location.new_folder(state)  # another process's rebuild, without note 2
+        rebuilt = NoteIndex(folder, FakeEmbedder())
+        rebuilt.upsert([_note(1)])
+        rebuilt.close()
+        location.release(held)
+        reconciling = threading.Event()
+
+        def reconcile() -> None:  # what the keeper's reconcile does: the note the folder lacks
+            reconciling.set()
+            time.sleep(0.5)
+            index.upsert([_note(2)])
+            assert index.get(_note(2).id) is not None  # its own reads pass
+
+        index.on_switch = reconcile
+        location.point_at(state, folder)
+        time.sleep(location.Follower.CHECK_EVERY_S * 2)
+        first = threading.Thread(target=index.count)
+        first.start()
+        assert reconciling.wait(10)
+        assert index.get(_note(2).id) is not None  # None before: the read did not wait
+        assert index.get(_note(1).id) is not None
+        first.join(10)
+    finally:
+        index.close()
 
 
 def test_health_says_so_when_the_index_cannot_be_searched(

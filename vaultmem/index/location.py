@@ -22,8 +22,10 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from vaultmem.vault.atomic import atomic_write
@@ -195,3 +197,32 @@ class Follower:
         folder, fd, _since = retired
         release(fd)
         remove_if_unused(folder)
+
+
+class Catchup:
+    """What a process does once after it switched folders (its reconcile: the notes it wrote
+    meanwhile, which the new folder lacks). A reader that comes while it runs waits for it, so none
+    answers from the new folder without them; the run's own reads pass."""
+
+    def __init__(self) -> None:
+        self._due = False
+        self._lock = threading.Lock()
+        self._thread: int | None = None
+
+    def due(self) -> None:
+        """A switch happened: the next :meth:`run` calls its callback."""
+        self._due = True
+
+    def run(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` if a switch is due (once however many readers call), else return."""
+        if not self._due or self._thread == threading.get_ident():
+            return
+        with self._lock:
+            if not self._due:
+                return  # another reader ran it while this one waited
+            self._thread = threading.get_ident()
+            try:
+                callback()
+            finally:
+                self._thread = None
+                self._due = False

@@ -96,7 +96,7 @@ class NoteIndex:
         #: Called (on a reader's thread) after this index switched to a folder another process
         #: rebuilt: the owner reconciles it with the vault (writes made meanwhile, say).
         self.on_switch: Callable[[], None] | None = None
-        self._switched = False
+        self._after_switch = location.Catchup()
         #: Held by the writer thread while it applies a batch, and by rebuild and maintenance.
         self.apply_lock = threading.RLock()
         self._closed = False
@@ -232,10 +232,9 @@ class NoteIndex:
                         self._cache.table = None
                     self._cache.forget_known()
                     self._load_notes()  # twice-held ids are collapsed by the reconcile that follows
-                    self._switched = True
-        if self._switched and self.on_switch is not None and not self._writes.on_writer_thread():
-            self._switched = False
-            self.on_switch()
+                    self._after_switch.due()
+        if self.on_switch is not None and not self._writes.on_writer_thread():
+            self._after_switch.run(self.on_switch)
 
     def needs_rebuild(self) -> bool:
         """True when the stored vectors or derived columns were built by another model/layout."""
