@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import OpenService, git
 from layers import parts
-from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_for
+from mcp_harness import mcp_client, running_daemon, stdio_env, structured, tls_context, wait_for
 from mcp_types import Implementation
 from test_server_http import INITIALIZE, MCP_HEADERS
 from test_server_process import serve_process
@@ -40,7 +40,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> str:
 
 def initialize_status(url: str, token: str) -> int:
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
-    with httpx2.Client(timeout=30) as client:
+    with httpx2.Client(timeout=30, verify=tls_context()) as client:
         return client.post(url, headers=headers, json=INITIALIZE).status_code
 
 

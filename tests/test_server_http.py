@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp_harness import mcp_client, running_daemon, structured
+from mcp_harness import mcp_client, running_daemon, structured, tls_context
 
 from vaultmem.config import Settings
 from vaultmem.errors import InvalidInput
@@ -48,7 +48,7 @@ def post(
     headers.update(kwargs.pop("headers", {}))
     if "content" not in kwargs:
         kwargs["json"] = INITIALIZE
-    with httpx2.Client(timeout=30) as client:
+    with httpx2.Client(timeout=30, verify=tls_context()) as client:
         return client.post(url or daemon.url, headers=headers, **kwargs)
 
 
@@ -128,7 +128,7 @@ def test_a_request_body_over_the_cap_is_refused_with_413(daemon: Daemon) -> None
 
 
 def test_health_needs_no_token_and_reveals_nothing_about_the_vault(daemon: Daemon, vault: Path) -> None:
-    with httpx2.Client(timeout=30) as client:
+    with httpx2.Client(timeout=30, verify=tls_context()) as client:
         response = client.get(f"http://127.0.0.1:{daemon.port}/health")
     assert response.status_code == 200
     assert response.json()["status"] == "ok"

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 from _support import VAULTMEM, ServeProcess
-from mcp_harness import mcp_client, running_daemon, structured
+from mcp_harness import mcp_client, running_daemon, structured, tls_context
 from test_server_http import post
 
 from vaultmem.notes.frontmatter import parse
@@ -139,7 +139,7 @@ def post_raw(url: str, token: str | None) -> object:
     from test_server_http import INITIALIZE, MCP_HEADERS
 
     headers = dict(MCP_HEADERS) | ({"Authorization": f"Bearer {token}"} if token else {})
-    with httpx2.Client(timeout=30) as client:
+    with httpx2.Client(timeout=30, verify=tls_context()) as client:
         return client.post(url, headers=headers, json=INITIALIZE)
 
 
