@@ -9,13 +9,16 @@ the real home's config or cache folders (:func:`_the_suite_leaves_no_trace_in_th
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver.tools.base import Tool
 
 from vaultmem.config import Settings
 from vaultmem.memory import Memory
@@ -93,6 +96,28 @@ def _the_suite_leaves_no_trace_in_the_real_home(tmp_path_factory: pytest.TempPat
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _each_tool_built_once_per_process() -> Iterator[None]:
+    """The SDK builds a tool's argument model and JSON schemas from its function's signature each
+    time a server registers it: ~0.1 s of CPU per daemon for vaultmem's fifteen tools, a fifth of
+    an in-process daemon test's CPU. A tool whose code, signature (its descriptions hold the
+    vault's kinds) and options were built before in this process gets a copy of that build with
+    its own function; anything else is built by the SDK as usual. A daemon or stdio server a test
+    starts as a process builds its tools itself."""
+    built: dict[tuple[Any, ...], Tool] = {}
+    real = Tool.from_function
+
+    def from_function(fn: Callable[..., Any], **options: Any) -> Tool:
+        key = (fn.__code__, fn.__doc__, str(inspect.signature(fn)), repr(sorted(options.items())))
+        if key not in built:
+            built[key] = real(fn, **options)
+        return built[key].model_copy(update={"fn": fn})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Tool, "from_function", from_function)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh HOME (and XDG config, cache, data and state folders inside it) for every test."""
@@ -124,9 +149,18 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    """A freshly initialised vault (template copied, git repository made, first commit)."""
-    root, _ = init_vault(tmp_path / "vault")
+def vault(tmp_path: Path, _initialised_vault: Path) -> Path:
+    """A freshly initialised vault (template copied, git repository made, first commit): a copy
+    of one ``vaultmem init`` made for this process (the init's dozen git commands cost ~50 ms a
+    test; tests of init itself call it)."""
+    root = tmp_path / "vault"
+    shutil.copytree(_initialised_vault, root, symlinks=True)
+    return root.resolve()
+
+
+@pytest.fixture(scope="session")
+def _initialised_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root, _ = init_vault(tmp_path_factory.mktemp("initialised") / "vault")
     return root
 
 
