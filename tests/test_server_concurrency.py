@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import git, note_files, set_cap
+from conftest import OpenService, git, note_files, set_cap
 from mcp import Client, StdioServerParameters
 from mcp_harness import fake_stdio_command, mcp_client, running_daemon, stdio_env, structured
 
 from vaultmem.notes.frontmatter import parse
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
 CLIENTS = 8
 OPS_PER_CLIENT = 50
@@ -115,3 +121,27 @@ def test_a_daemon_and_a_stdio_server_on_one_vault_never_lose_or_duplicate_a_writ
     on_disk = {parse(p.read_text(encoding="utf-8")).meta.get("id") for p in note_files(vault)}
     assert all_ids <= on_disk and all_ids <= ids_in_git(vault)
     assert len(note_files(vault)) == 2 * rounds
+
+
+def test_a_cli_write_after_the_state_directory_was_deleted_is_seen_by_the_next_write(
+    open_service: OpenService,
+) -> None:
+    """The state directory is derived and may be deleted (`rm -rf .vaultmem`, `git clean -fdx`),
+    even while a process has the vault open. That process kept its descriptor of the deleted write
+    marker, so a CLI write (which made a new marker) went unseen: a retry of the CLI's idempotency
+    key wrote a second note. (A daemon's watcher catches up soon after; a process without one, or
+    a write inside the watcher's delay, did not.)"""
+    service = open_service()
+    service.append("The kiln fires at cone six.", "reference")
+    vault = service.settings.vault
+    shutil.rmtree(vault / ".vaultmem")
+    done = subprocess.run(
+        [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--idempotency-key", "glaze-1",
+         "--json", "Glazes mature at cone ten."],
+        capture_output=True, text=True, env=stdio_env(), timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = json.loads(done.stdout)
+    retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key="glaze-1")
+    assert retried["id"] == written["id"]
+    assert len([p for p in note_files(vault) if "glaze" in p.name]) == 1

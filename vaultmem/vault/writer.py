@@ -350,8 +350,20 @@ class VaultWriter:
 
     # -- other vaultmem processes on this vault -------------------------------------------------
     def _generation_fd(self) -> int:
-        if self._gen_fd is None:
-            self._gen_fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o600)
+        """The marker's descriptor, opened again when the file at its path is no longer the one
+        held (the state directory deleted under a running process: ``rm -rf .vaultmem``,
+        ``git clean -fdx``), whose writes the other processes would otherwise never see."""
+        if self._gen_fd is not None:
+            try:
+                here, held = os.stat(self._generation_file), os.fstat(self._gen_fd)
+                if (here.st_ino, here.st_dev) == (held.st_ino, held.st_dev):
+                    return self._gen_fd
+            except OSError:
+                pass
+            os.close(self._gen_fd)
+            self._gen_fd = None
+        self._generation_file.parent.mkdir(parents=True, exist_ok=True)
+        self._gen_fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o600)
         return self._gen_fd
 
     def _read_generation(self) -> str:
