@@ -355,7 +355,7 @@ class VaultWriter:
         ``git clean -fdx``), whose writes the other processes would otherwise never see."""
         if self._gen_fd is not None:
             try:
-                here, held = os.stat(self._generation_file), os.fstat(self._gen_fd)
+                here, held = self._generation_file.stat(), os.fstat(self._gen_fd)
                 if (here.st_ino, here.st_dev) == (held.st_ino, held.st_dev):
                     return self._gen_fd
             except OSError:
