@@ -3,6 +3,9 @@ the SDK client against a real daemon over HTTP, with a person's hand edits on th
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,13 +13,14 @@ from typing import Any
 import pytest
 from conftest import hand_write
 from graph_wire import Wire
-from mcp_harness import running_daemon, structured, wait_for
+from mcp_harness import running_daemon, stdio_env, structured, wait_for
 
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.notes.frontmatter import parse
 from vaultmem.notes.links import typed_links
 from vaultmem.server.daemon import Daemon
 
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 X_PATH = "memory/semantic/caching-policy.md"
 CLASH_PATH = "Projects/alpha/caching-policy.md"  # a shorter path: Obsidian's closest match for the bare name
 
@@ -154,3 +158,33 @@ def test_a_link_follows_its_note_through_a_rename_outside_obsidian_and_a_restart
             == "deleted"
         )
     assert links_of(vault, "memory/semantic/cache-users.md", "depends_on") == []
+
+
+def test_a_typed_link_names_a_note_whose_file_name_macos_wrote_decomposed(
+    vault: Path, tmp_path: Path
+) -> None:
+    """macOS writes `Café crème.md` with the é decomposed (NFD); a link typed as `[[Café crème]]`
+    is composed (NFC), and Obsidian resolves it (it indexes names composed). The link was not an
+    edge, and doctor would have called it dangling. Case and form both fold, through a path too."""
+    decomposed = unicodedata.normalize("NFD", "Café crème")
+    assert decomposed != "Café crème"
+    hand_write(vault, f"notes/{decomposed}.md", "The café's own notes: opening hours, the roaster.\n")
+    hand_write(
+        vault,
+        "notes/Menu.md",
+        "Prices follow [[Café crème]], see [[notes/CAFÉ CRÈME|the café]] and [[Crème brûlée]].\n",
+    )
+    hand_write(vault, f"notes/{unicodedata.normalize('NFD', 'Crème brûlée')}.md", "A dessert.\n")
+    with running_daemon(vault, tmp_path / "token") as daemon:
+        wire = Wire(daemon)
+        listed = wire.recall(action="list", limit=50, status="all", compact=False)["items"]
+        by_name = {unicodedata.normalize("NFC", t["path"]): t["id"] for t in listed}
+        menu = by_name["notes/Menu.md"]
+        got = wire.recall(action="get", thought_id=menu, include_edges=True, compact=False)["item"]
+        linked = {unicodedata.normalize("NFC", row["thought"]["path"]) for row in got["upstream"]}
+        assert linked == {"notes/Café crème.md", "notes/Crème brûlée.md"}
+    doctor = subprocess.run(
+        [VAULTMEM, "doctor", "--vault", str(vault)],
+        capture_output=True, text=True, env=stdio_env(), timeout=120, check=False,
+    )  # fmt: skip
+    assert "Café" not in doctor.stdout and "Crème" not in doctor.stdout, doctor.stdout

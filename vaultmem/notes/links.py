@@ -27,6 +27,7 @@ The same pass finds the body's ``#tags``.
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -74,6 +75,12 @@ def typed_links(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             if target and (edge_type, target) not in links:
                 links.append((edge_type, target))
     return tuple(links)
+
+
+def name_key(name: str) -> str:
+    """A note's name as links match it: case-insensitive, and in one Unicode form (macOS writes
+    ``Café.md`` decomposed, a typed ``[[Café]]`` is composed; Obsidian indexes names composed)."""
+    return unicodedata.normalize("NFC", name.lower())
 
 
 def link_key(edge_type: str, target: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import derived_id
-from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, text_edges, text_refs, typed_links
+from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, name_key, text_edges, text_refs, typed_links
 from vaultmem.notes.model import Note
 from vaultmem.vault.catalog import Catalog, read_note
 from vaultmem.vault.entry import Entry
@@ -350,13 +350,13 @@ class EdgeGraph:
 
 
 def _names(path: str, aliases: tuple[str, ...]) -> tuple[str, ...]:
-    """The lower-cased names a link may call the note at ``path`` by: its file name, its aliases."""
-    return (path.rsplit("/", 1)[-1].removesuffix(".md").lower(), *(a.lower() for a in aliases))
+    """The names (:func:`name_key`) a link may call the note at ``path`` by: its file name, its aliases."""
+    return (name_key(path.rsplit("/", 1)[-1].removesuffix(".md")), *(name_key(a) for a in aliases))
 
 
 def _last_name(target: str) -> str:
-    """The file name a link target ends with, lower-cased: what a new note must be called to take it."""
-    return target.rsplit("/", 1)[-1].strip().lower()
+    """The file name a link target ends with (:func:`name_key`): what a new note must be called to take it."""
+    return name_key(target.rsplit("/", 1)[-1].strip())
 
 
 def _stamp(entry: Entry | None, note: Note | None) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Iterator
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
+from vaultmem.notes.links import name_key
 from vaultmem.notes.model import Note, note_from_text
 from vaultmem.vault.catalog_cache import load_entries, save_entries
 from vaultmem.vault.entry import Entry
@@ -81,8 +82,8 @@ class Catalog:
         self._by_id: dict[str, str] = {}
         self._by_fp = Multimap()  # fingerprint -> paths
         self._by_idem = Multimap()  # idempotency tag -> paths (two machines may each have used a key)
-        self._by_stem = Multimap()  # lower-cased file stem -> paths of notes
-        self._by_alias = Multimap()  # lower-cased alias -> paths of the notes it names
+        self._by_stem = Multimap()  # file stem (name_key) -> paths of notes
+        self._by_alias = Multimap()  # alias (name_key) -> paths of the notes it names
         self._by_source = Multimap()  # _source_key(source id or url) -> paths of the notes from it
         self._by_dir = Multimap()  # folder ("" for the root) -> paths of the notes directly in it
         #: Lower-cased stems of malformed files, by directory: their names are taken too.
@@ -234,7 +235,7 @@ class Catalog:
             note = read_note(self.layout, rel)
         except MalformedNote as exc:
             self.problems[rel] = str(exc)
-            self._problem_names.setdefault(_dir_of(rel), set()).add(_stem(rel).lower())
+            self._problem_names.setdefault(_dir_of(rel), set()).add(name_key(_stem(rel)))
             return None
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         self._add(entry)
@@ -289,7 +290,7 @@ class Catalog:
         if self.problems.pop(rel, None) is not None:
             names = self._problem_names.get(_dir_of(rel))
             if names is not None:
-                names.discard(_stem(rel).lower())
+                names.discard(name_key(_stem(rel)))
 
     def _clear(self) -> None:
         for table in (self._by_path, self._by_id, self._problem_names, self._days):
@@ -346,10 +347,10 @@ class Catalog:
                     self._by_idem.add(tag, entry.path)
             for key in _source_keys(entry):
                 self._by_source.add(key, entry.path)
-        self._by_stem.add(stem.lower(), path)
+        self._by_stem.add(name_key(stem), path)
         self._by_dir.add(folder, path)
         for alias in entry.aliases:
-            self._by_alias.add(alias.lower(), entry.path)
+            self._by_alias.add(name_key(alias), entry.path)
         day = entry.created_day
         if day:
             self._days[day] += 1
@@ -379,12 +380,12 @@ class Catalog:
         for tag in entry.tags:
             if tag.startswith(IDEM_TAG_PREFIX):
                 self._by_idem.discard(tag, rel)
-        self._by_stem.discard(entry.slug.lower(), rel)
+        self._by_stem.discard(name_key(entry.slug), rel)
         self._by_dir.discard(_dir_of(rel), rel)
         for key in _source_keys(entry):
             self._by_source.discard(key, rel)
         for alias in entry.aliases:
-            self._by_alias.discard(alias.lower(), rel)
+            self._by_alias.discard(name_key(alias), rel)
         day = entry.created_day
         if day:
             self._days[day] -= 1
@@ -465,9 +466,9 @@ class Catalog:
             here = _dir_of(source) if source is not None else None
             if "/" in name:
                 return self._by_path_link(name, here)
-            paths = self._by_stem.get(name.lower())
+            paths = self._by_stem.get(name_key(name))
             if not paths:
-                paths = self._by_alias.get(name.lower())
+                paths = self._by_alias.get(name_key(name))
                 if not paths:
                     return None
             if recorded:  # the note it was made for has no id of its own: its id is its path's
@@ -483,14 +484,14 @@ class Catalog:
         exact = self._by_path.get(f"{wanted}.md")
         if exact is not None:
             return exact
-        paths = self._by_stem.get(wanted.rsplit("/", 1)[-1].lower())
+        paths = self._by_stem.get(name_key(wanted.rsplit("/", 1)[-1]))
         if not paths:
             return None
-        lowered = {p.lower(): p for p in paths}
-        norm = posixpath.normpath(wanted).lower()
+        lowered = {name_key(p): p for p in paths}
+        norm = name_key(posixpath.normpath(wanted))
         tries = [norm] if not norm.startswith("..") else []
         if here is not None:
-            tries.append(posixpath.normpath(posixpath.join(here, wanted)).lower())
+            tries.append(name_key(posixpath.normpath(posixpath.join(here, wanted))))
         for candidate in tries:
             found = lowered.get(f"{candidate}.md")
             if found is not None:
@@ -503,7 +504,7 @@ class Catalog:
     def paths_named(self, name: str) -> list[str]:
         """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
         with self._lock:
-            return sorted(self._by_stem.get(name.lower()))
+            return sorted(self._by_stem.get(name_key(name)))
 
     def from_source(self, source_id: str | None, source_url: str | None) -> list[Entry]:
         """The notes (never a sync client's conflict copy) captured from this source id or url, by
@@ -531,7 +532,7 @@ class Catalog:
     def name_taken(self, directory: str, slug: str) -> bool:
         """True when ``directory/slug.md`` exists, compared case-insensitively (macOS, Windows)."""
         with self._lock:
-            key = slug.lower()
+            key = name_key(slug)
             if any(_dir_of(p) == directory for p in self._by_stem.get(key)):
                 return True
             if key in self._problem_names.get(directory, ()):
