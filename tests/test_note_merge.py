@@ -355,3 +355,20 @@ def test_two_different_files_created_at_one_path_are_never_mixed_line_by_line() 
     result = merge_text(b"", ours, theirs)
     assert result.lost is not None and {result.merged, result.lost.data} == {ours, theirs}
     assert merge_text(b"", theirs, ours).merged == result.merged
+
+
+def test_a_pair_given_two_types_by_the_merge_keeps_one_and_a_pair_one_side_gave_two_keeps_both() -> None:
+    """One edge per pair: the merge's `related` placeholder yields to the other side's type (no
+    loss: `link` upgrades it so), the same both ways; a person's note that already named one target
+    under two types on one side is theirs and keeps both."""
+    base = make_note()
+    ours = edit(base, related=["[[ttl]]"], link_created={"related/ttl": at(1)}, updated=at(1))
+    theirs = edit(base, supports=["[[TTL]]"], link_created={"supports/TTL": at(2)}, updated=at(2))
+    one, other = merge_note(base, ours, theirs), merge_note(base, theirs, ours)
+    assert one.merged == other.merged and one.clean
+    merged = meta(one.merged)
+    assert "related" not in merged and merged["supports"] == ["[[TTL]]"]
+    assert merged["link_created"] == {"supports/TTL": at(2)}
+    both = edit(base, related=["[[ttl]]"], supports=["[[ttl]]"], updated=at(1))
+    kept = meta(merge_note(base, both, edit(base, tags=["cache"], updated=at(2))).merged)
+    assert kept["related"] == ["[[ttl]]"] and kept["supports"] == ["[[ttl]]"]

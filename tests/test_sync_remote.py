@@ -414,3 +414,41 @@ def test_the_side_of_a_setting_a_merge_could_not_keep_is_listed_by_doctor_and_he
         assert health is not None
         check = {c["name"]: c for c in health["checks"]}["sync_conflict_copies"]
         assert not check["ok"] and {"path": side} in check["details"]
+
+
+def test_one_pair_linked_with_two_types_on_two_machines_keeps_one_edge_after_the_merge(
+    cluster: Cluster,
+) -> None:
+    """A pair carries one edge (the graph document's `link`: a `related` placeholder is upgraded to
+    the specific type). The rule was checked per write, so a pair linked `related` on one machine and
+    `supports` on the other kept both edges after the merge. Of two specific types the one linked
+    last stays and the other goes to a conflict note, on both machines alike."""
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    source = laptop.append("The cache TTL is five minutes for product pages.")
+    placeholder = laptop.append("Product pages are rendered at the edge.")
+    contested = laptop.append("The CDN purges on every deploy.")
+    laptop.close()
+    cluster.settle()
+    laptop.clock.advance(hours=1)
+    desktop.clock.advance(hours=2)  # the desktop's links are made last
+    for machine, types in ((laptop, ("related", "supports")), (desktop, ("supports", "contradicts"))):
+        service = machine.service()
+        for target, edge_type in zip((placeholder, contested), types, strict=True):
+            service.link(source["id"], target["id"], edge_type)
+        machine.close()
+    cluster.settle()
+
+    assert tree(laptop) == tree(desktop)
+    rel = f"memory/semantic/{source['slug']}.md"
+    merged = meta(laptop, rel)
+    assert "related" not in merged  # upgraded in place, as `link` does
+    assert merged["supports"] == [f"[[{placeholder['slug']}]]"]
+    assert merged["contradicts"] == [f"[[{contested['slug']}]]"]
+    assert set(merged["link_targets"]) == {  # type: ignore[arg-type]
+        f"supports/{placeholder['slug']}", f"contradicts/{contested['slug']}",
+    }  # fmt: skip
+    copies = [p for p in tree(laptop) if p.startswith(rel.removesuffix(".md") + ".conflict-")]
+    assert len(copies) == 1
+    conflict = meta(laptop, copies[0])["conflict"]
+    assert conflict["lost_fields"] == {"supports": [f"[[{contested['slug']}]]"]}  # type: ignore[index]

@@ -25,8 +25,13 @@ from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.diff3 import diff3
 from vaultmem.notes.frontmatter import Entry, NoteText
 from vaultmem.notes.ids import derived_uuid7
-from vaultmem.notes.links import EDGE_TYPES, LINK_CREATED_KEY, LINK_TARGETS_KEY
+from vaultmem.notes.links import (
+    EDGE_TYPES,
+    LINK_CREATED_KEY,
+    LINK_TARGETS_KEY,
+)
 from vaultmem.notes.model import OWNED_KEYS, iso, new_note_text, parse_time
+from vaultmem.notes.pair_rule import one_type_per_pair
 from vaultmem.safe_yaml import load_yaml_mapping
 
 Side = Literal["ours", "theirs"]
@@ -479,6 +484,7 @@ def _merge_docs(b: NoteText, o: NoteText, t: NoteText, ours: bytes, theirs: byte
     merged = fm.parse(draft.render(), source="merge")
     if changes:
         merged = fm.set_fields(merged, changes)
+    merged = one_type_per_pair(merged, (o, t), newer == "ours", lost_fields)
     lost = None
     if lost_body or lost_fields:
         lost = LostSide(older, ours if older == "ours" else theirs, lost_body, lost_fields)
