@@ -25,11 +25,7 @@ from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.diff3 import diff3
 from vaultmem.notes.frontmatter import Entry, NoteText
 from vaultmem.notes.ids import derived_uuid7
-from vaultmem.notes.links import (
-    EDGE_TYPES,
-    LINK_CREATED_KEY,
-    LINK_TARGETS_KEY,
-)
+from vaultmem.notes.links import EDGE_TYPES, LINK_CREATED_KEY, LINK_TARGETS_KEY
 from vaultmem.notes.model import OWNED_KEYS, iso, new_note_text, parse_time
 from vaultmem.notes.pair_rule import one_type_per_pair
 from vaultmem.safe_yaml import load_yaml_mapping

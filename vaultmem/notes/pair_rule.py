@@ -22,14 +22,14 @@ def one_type_per_pair(
     for edge_type, target in typed_links(merged.meta):
         types.setdefault(name_key(target), []).append(edge_type)
     newer, older = sides if ours_newer else sides[::-1]
+    made = _made(merged.meta)
     drop: dict[str, set[str]] = {}  # edge type -> target keys it loses
     for key, found in types.items():
-        if len(found) < 2 or any(_types_of(doc, key) == set(found) for doc in sides):
+        if len(set(found)) < 2 or any(_types_of(doc, key) == set(found) for doc in sides):
             continue
         specific = [e for e in found if e != "related"]
         keep = specific[0] if len(specific) == 1 else None
         if keep is None:  # the link made last; else the newer side's
-            made = _made(merged.meta)
             keep = max(specific, key=lambda e: (made.get((e, key), ""), e in _types_of(newer, key)))
             for e in specific:
                 if e != keep:

@@ -487,18 +487,18 @@ class Catalog:
         paths = self._by_stem.get(name_key(wanted.rsplit("/", 1)[-1]))
         if not paths:
             return None
-        lowered = {name_key(p): p for p in paths}
+        folded = {name_key(p): p for p in paths}
         norm = name_key(posixpath.normpath(wanted))
         tries = [norm] if not norm.startswith("..") else []
         if here is not None:
             tries.append(name_key(posixpath.normpath(posixpath.join(here, wanted))))
         for candidate in tries:
-            found = lowered.get(f"{candidate}.md")
+            found = folded.get(f"{candidate}.md")
             if found is not None:
                 return self._by_path.get(found)
         if norm.startswith(".."):
             return None
-        ends = [p for low, p in lowered.items() if f"/{low}".endswith(f"/{norm}.md")]
+        ends = [p for low, p in folded.items() if f"/{low}".endswith(f"/{norm}.md")]
         return self._by_path.get(_closest(ends, here)) if ends else None
 
     def paths_named(self, name: str) -> list[str]:
