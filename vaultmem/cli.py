@@ -25,7 +25,7 @@ from vaultmem.config import Settings, find_homes
 from vaultmem.errors import GitLocked, VaultmemError
 
 if TYPE_CHECKING:
-    from vaultmem.memory import Memory, SyncReport
+    from vaultmem.memory import GitLockInfo, Memory, SyncReport
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -358,7 +358,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1
     print(f"{report.notes} notes, {report.index_rows} indexed")
-    print(report.layout["explanation"])
+    if report.layout is not None:
+        print(report.layout["explanation"])
     sections = [
         ("malformed notes (left untouched; fix by hand)", [f"{k}: {v}" for k, v in report.malformed.items()]),
         ("files vaultmem never reads (rename or remove them)", list(report.skipped.values())),
@@ -412,7 +413,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _git_lock_line(lock: dict[str, Any]) -> str:
+def _git_lock_line(lock: GitLockInfo) -> str:
     age = f"{lock['age_s']:.0f} s old"
     if lock["stale"]:
         return (

@@ -29,7 +29,7 @@ from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
 from vaultmem.operations.crystallize import Crystallize
-from vaultmem.operations.doctor import DoctorReport
+from vaultmem.operations.doctor import DoctorReport, GitLockInfo
 from vaultmem.operations.edge_review import EdgeReview
 from vaultmem.operations.edges import Edges
 from vaultmem.operations.history import Blame, History
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
-    "ForgetResult", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
+    "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
     "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "SyncReport",
     "Thought", "WithColumns", "clone_vault", "init_vault",
 ]  # fmt: skip

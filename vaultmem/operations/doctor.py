@@ -6,7 +6,7 @@ import contextlib
 import re
 import shutil
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import IndexError_, VaultError
@@ -14,6 +14,7 @@ from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
 from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.entry import Entry
+from vaultmem.vault.gitlock import GitLockInfo as GitLockInfo  # (the facade re-exports it)
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_conflict_copy, is_never_committed
 from vaultmem.vault.reading import file_hash, shown
@@ -39,6 +40,19 @@ def side_files(repo: GitRepo, notes: set[str]) -> list[str]:
     return sorted(p for p in listed.split("\0") if p and p not in notes and _SIDE_FILE.search(p))
 
 
+class Layout(TypedDict):
+    """How a vault is laid out (:func:`explain_layout`): where vaultmem's files are, what is the person's."""
+
+    kind: str  # "in place", "vaultmem's own" or "not a vault yet"
+    home: str
+    claimed_by: list[str]  # the folders whose vaultmem.yaml says they are vaultmem's
+    contract: str
+    state_dir: str
+    person_notes: int
+    vaultmem_notes: int
+    explanation: str
+
+
 #: Below this much free space under the state directory, doctor warns that index writes may fail.
 LOW_SPACE_MIB = 64.0
 
@@ -58,7 +72,7 @@ class DoctorReport:
     #: against ``ok``: in Obsidian an unresolved link is a note not written yet, a person's idiom.
     dangling_text_links: list[dict[str, str]] = field(default_factory=list)
     #: How the vault is laid out: where vaultmem's files are, what is the person's (see explain_layout).
-    layout: dict[str, Any] = field(default_factory=dict)
+    layout: Layout | None = None
     #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
     index_exists: bool = False
     index_rows: int = 0
@@ -75,13 +89,13 @@ class DoctorReport:
     #: Free space on the state directory's disk, MiB (an index write fails when it runs out).
     state_free_mib: float | None = None
     #: git's lock files now (``index.lock``, ...): ``{path, age_s, held, stale}`` each.
-    git_locks: list[dict[str, Any]] = field(default_factory=list)
+    git_locks: list[GitLockInfo] = field(default_factory=list)
     #: What looks like a secret in a note (a hand edit: agents' writes are guarded), where, never
     #: what: ``{path, kind, field, line}``. Reported only; the person's file is not rewritten.
-    secrets: list[dict[str, Any]] = field(default_factory=list)
+    secrets: list[dict[str, str | int]] = field(default_factory=list)
 
     @property
-    def stale_git_locks(self) -> list[dict[str, Any]]:
+    def stale_git_locks(self) -> list[GitLockInfo]:
         """Locks no process holds, older than the lock timeout: left by a git killed mid-commit."""
         return [lock for lock in self.git_locks if lock["stale"]]
 
@@ -93,7 +107,7 @@ class DoctorReport:
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
             or self.index_unreadable
             or self.uncommitted or self.git_operation or self.stale_git_locks or self.secrets
-            or len(self.layout.get("claimed_by", ())) > 1
+            or (self.layout is not None and len(self.layout["claimed_by"]) > 1)
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -190,41 +204,42 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
             index.close()
 
 
-def explain_layout(layout: VaultLayout, entries: list[Entry]) -> dict[str, Any]:
+def explain_layout(layout: VaultLayout, entries: list[Entry]) -> Layout:
     """Where vaultmem's files are in this vault, what is the person's, and one paragraph saying so."""
     root = layout.root
     claimed = find_homes(root)
     home = layout.home
     contract = root / home / CONTRACT_FILE
     theirs = sum(1 for e in entries if not layout.writable(e.path))
-    out: dict[str, Any] = {
-        "kind": "in place" if home else ("vaultmem's own" if claimed else "not a vault yet"),
-        "home": home,
-        "claimed_by": [f"{h}/{CONFIG_FILE}" if h else "(the root)" for h in claimed],
-        "contract": str(contract) if contract.is_file() else "the shipped contract (no filing.yaml here)",
-        "state_dir": str(layout.state_dir),
-        "person_notes": theirs,
-        "vaultmem_notes": len(entries) - theirs,
-    }
+    names = [f"{h}/{CONFIG_FILE}" if h else "(the root)" for h in claimed]
     if len(claimed) > 1:
-        out["explanation"] = (
-            f"{len(claimed)} folders say they are vaultmem's own ({', '.join(out['claimed_by'])}); vaultmem "
+        explanation = (
+            f"{len(claimed)} folders say they are vaultmem's own ({', '.join(names)}); vaultmem "
             f"uses {home}/. Remove vaultmem.yaml from the folder that is not vaultmem's."
         )
     elif home:
-        out["explanation"] = (
+        explanation = (
             f"A vault adopted in place: vaultmem keeps its files in {home}/ (marked by {home}/{CONFIG_FILE}; "
             f"its filing contract {home}/{CONTRACT_FILE} files every agent's note under {home}/). The "
             f"{theirs} notes outside it are the person's: searched, read and linked, never changed."
         )
     elif claimed:
-        out["explanation"] = (
+        explanation = (
             "vaultmem's own vault: its class folders, desk/ and filing.yaml are at the root, and every "
             "note in the vault may be written by its tools."
         )
     else:
-        out["explanation"] = (
+        explanation = (
             "No vaultmem files here yet (no filing.yaml, no vaultmem.yaml): run `vaultmem init` on this "
             "folder (a folder that already holds notes gets one folder of vaultmem's own, Memory/)."
         )
-    return out
+    return Layout(
+        kind="in place" if home else ("vaultmem's own" if claimed else "not a vault yet"),
+        home=home,
+        claimed_by=names,
+        contract=str(contract) if contract.is_file() else "the shipped contract (no filing.yaml here)",
+        state_dir=str(layout.state_dir),
+        person_notes=theirs,
+        vaultmem_notes=len(entries) - theirs,
+        explanation=explanation,
+    )

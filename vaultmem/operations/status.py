@@ -346,7 +346,10 @@ class Status:
             "index_needs_rebuild": [{"needs_rebuild": True}] if report.index_needs_rebuild else [],
             "uncommitted_changes": [{"path": p} for p in report.uncommitted],
             "git_operation_in_progress": [{"operation": op} for op in [report.git_operation] if op],
-            "stale_git_locks": report.stale_git_locks,
+            "stale_git_locks": [
+                {"path": lock["path"], "age_s": lock["age_s"], "held": lock["held"], "stale": lock["stale"]}
+                for lock in report.stale_git_locks
+            ],
             "secrets_in_notes": list(report.secrets),
             "project_registry": [{"path": p, "problem": m} for p, m in sorted(ctx.projects.problems.items())],
             "contradiction_in_cluster": self.contradictions_in_clusters(),

@@ -13,11 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from vaultmem.errors import InvalidInput
 from vaultmem.notes.ids import uuid7
-from vaultmem.operations.results import Answer
+from vaultmem.operations.results import Answer, Payload, Row
 
 TOKEN_TTL_SECONDS = 300.0
 #: Tokens kept at most (the oldest are dropped first); a preview loop cannot grow memory forever.
@@ -30,7 +29,7 @@ class _Issued:
     expires: float
 
 
-def _binding(tool: str, action: str, arguments: Mapping[str, Any]) -> str:
+def _binding(tool: str, action: str, arguments: Mapping[str, Payload]) -> str:
     return json.dumps([tool, action, arguments], sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -43,7 +42,7 @@ class PreviewTokens:
         self._lock = threading.Lock()
         self._tokens: dict[str, _Issued] = {}
 
-    def issue(self, tool: str, action: str, arguments: Mapping[str, Any]) -> str:
+    def issue(self, tool: str, action: str, arguments: Mapping[str, Payload]) -> str:
         """A new token for confirming ``action`` with exactly ``arguments``."""
         token = uuid7()
         now = self.clock()
@@ -55,7 +54,7 @@ class PreviewTokens:
         return token
 
     def redeem(
-        self, token: str | None, tool: str, action: str, arguments: Mapping[str, Any], retry: str
+        self, token: str | None, tool: str, action: str, arguments: Mapping[str, Payload], retry: str
     ) -> None:
         """Accept ``token`` for this exact call and spend it; else InvalidInput saying how to get one.
 
@@ -81,9 +80,7 @@ class PreviewTokens:
                 )
             del self._tokens[token]
 
-    def preview_one(
-        self, tool: str, action: str, arguments: Mapping[str, Any], item: dict[str, Any]
-    ) -> Answer:
+    def preview_one(self, tool: str, action: str, arguments: Mapping[str, Payload], item: Row) -> Answer:
         """The answer of a single-object preview: a fresh token in ``item["preview_token"]`` and in
         ``meta.preview`` (``{token, destructive: true}``), the rest of ``item`` as given."""
         token = self.issue(tool, action, arguments)

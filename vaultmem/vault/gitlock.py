@@ -23,9 +23,19 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 _LOCK_IN_MESSAGE = re.compile(r"Unable to create '([^']+\.lock)'")
 _PROC = Path("/proc")
+
+
+class GitLockInfo(TypedDict):
+    """A lock as doctor and health report it."""
+
+    path: str
+    age_s: float
+    held: bool | None
+    stale: bool
 
 
 @dataclass(frozen=True)
@@ -40,7 +50,7 @@ class GitLock:
     def stale(self, timeout: float) -> bool:
         return self.held is False and self.age_s >= timeout
 
-    def to_dict(self, timeout: float) -> dict[str, object]:
+    def to_dict(self, timeout: float) -> GitLockInfo:
         return {
             "path": str(self.path),
             "age_s": round(self.age_s, 1),
