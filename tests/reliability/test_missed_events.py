@@ -27,6 +27,8 @@ from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory
 
 QUEUE_LIMIT = Path("/proc/sys/fs/inotify/max_queued_events")
+#: The longest a path that keeps changing waits before the watcher hands it on (``VaultWatcher.max_delay``).
+MAX_DELAY_S = 0.75
 
 
 def note(title: str, body: str) -> str:
@@ -144,16 +146,21 @@ def test_editor_save_patterns_index_once_and_leftovers_never(vault: Path) -> Non
         # Direct overwrite.
         with open(folder / "overwrite.md", "w", encoding="utf-8") as handle:
             handle.write(note("overwrite", "after"))
-        # A burst of 200 saves.
+        # A burst of 200 saves: indexed once when it takes less than the watcher's longest delay
+        # (a path that keeps changing is handed on every 0.75 s, so that it is not starved); a
+        # loaded machine can stretch it past that.
+        began = time.monotonic()
         for n in range(200):
             (folder / "burst.md").write_text(note("burst", f"after {n}"), encoding="utf-8")
+        burst_flushes = 1 + int((time.monotonic() - began) / MAX_DELAY_S)
         (folder / "backup.md.bak").write_text(note("bak", "x"), encoding="utf-8")
         (folder / "notes.md.orig").write_text(note("orig", "x"), encoding="utf-8")
         wait(lambda: parts(runtime).index.path_hashes() == file_hashes(vault))
         wait(lambda: not any(f"semantic/{n}.md" in git(vault, "status", "--porcelain") for n in names))
         time.sleep(0.5)  # a late duplicate event would show up now
         for name in names:
-            assert outcomes[(f"memory/semantic/{name}.md", "indexed")] == 1, outcomes
+            times = outcomes[(f"memory/semantic/{name}.md", "indexed")]
+            assert times == 1 or (name == "burst" and 1 <= times <= burst_flushes), outcomes
         indexed = parts(runtime).index.path_hashes()
     seen = {rel for rel, _ in outcomes}
     leftovers = (".vim.md.swp", "4913", "vim.md~", "backup.md.bak", "notes.md.orig", ".atomic.md.tmp")
