@@ -98,6 +98,8 @@ class Note:
     #: ``(text, url, label)`` of each url link, in stored order.
     url_links: tuple[tuple[str, str, str], ...] = ()
     text: NoteText | None = None
+    #: The person's own file (read with ``persons``): its properties are theirs, whatever their names.
+    persons: bool = False
 
     @property
     def fingerprint(self) -> str:
@@ -119,17 +121,25 @@ class Note:
         return name[:-3] if name.endswith(".md") else name
 
 
-def note_from_text(raw: str, path: str) -> Note:
+def note_from_text(raw: str, path: str, *, persons: bool = False) -> Note:
     """Read a note file's text; raise :class:`MalformedNote` when an owned key is unusable.
 
     A file without frontmatter is a plain note a person wrote: it reads as an active note of kind
-    ``note`` with no id (the index derives one).
+    ``note`` with no id (the index derives one). ``persons``: see :func:`note_from_doc`.
     """
-    return note_from_doc(parse(raw, source=path), path)
+    return note_from_doc(parse(raw, source=path), path, persons=persons)
 
 
-def note_from_doc(doc: NoteText, path: str) -> Note:
-    """A note from text already split and parsed (what :func:`note_from_text` does after parsing)."""
+def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:
+    """A note from text already split and parsed (what :func:`note_from_text` does after parsing).
+
+    ``persons``: the file is the person's own (outside vaultmem's folder in a vault adopted in
+    place), which vaultmem never writes. Its properties are the person's vocabulary even where a
+    name is one of vaultmem's keys (Obsidian Web Clipper's ``source: "<url>"``, a workflow's
+    ``status: in-progress``, a template's empty ``tags:`` item, a ``project:`` list of links), so a
+    value vaultmem cannot use as its key is read as absent rather than making the note malformed:
+    the note stays searched and linked, as Obsidian shows it.
+    """
     meta = doc.meta
     stem = path.rsplit("/", 1)[-1].removesuffix(".md")
 
@@ -139,23 +149,33 @@ def note_from_doc(doc: NoteText, path: str) -> Note:
             return None
         text = _as_text(value)
         if text is None or isinstance(value, list | dict):
+            if persons:
+                return None
             raise MalformedNote(f"{path}: frontmatter key {key!r} must be text, not {value!r}")
         return text
 
     status = text_key("status") or "active"
     if status not in STATUSES:
-        raise MalformedNote(
-            f"{path}: status {meta.get('status')!r} is not one of {', '.join(sorted(STATUSES))}; "
-            "fix the status line by hand"
-        )
+        if not persons:
+            raise MalformedNote(
+                f"{path}: status {meta.get('status')!r} is not one of {', '.join(sorted(STATUSES))}; "
+                "fix the status line by hand"
+            )
+        status = "active"  # the person's own status (``todo``, ``Done``), not a lifecycle of vaultmem's
     raw_tags = meta.get("tags") or []
     if isinstance(raw_tags, str):
         raw_tags = [t for t in raw_tags.replace(",", " ").split() if t]
+    if persons:  # what Obsidian shows as a tag: the words, not an empty item or a nested value
+        listed = raw_tags if isinstance(raw_tags, list) else []
+        raw_tags = [t for t in listed if isinstance(t, str | int | float)]
     if not isinstance(raw_tags, list) or not all(isinstance(t, str | int | float) for t in raw_tags):
         raise MalformedNote(f"{path}: tags must be a list of words")
     tags = tuple(str(t).lstrip("#") for t in raw_tags if not isinstance(t, bool))
     source = meta.get("source") or {}
     filing = meta.get("filing") or {}
+    if persons:
+        source = source if isinstance(source, dict) else {}
+        filing = filing if isinstance(filing, dict) else {}
     if not isinstance(source, dict) or not isinstance(filing, dict):
         raise MalformedNote(f"{path}: source and filing must be mappings")
     occurrences = meta.get("occurrences", 1)
@@ -191,6 +211,7 @@ def note_from_doc(doc: NoteText, path: str) -> Note:
         surface_after=text_key("surface_after"),
         url_links=_url_links(meta.get("url_links")),
         text=doc,
+        persons=persons,
     )
 
 

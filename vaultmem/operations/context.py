@@ -113,7 +113,7 @@ class Context:
             if self._past is None:
                 from vaultmem.sync.versions import PastIndex
 
-                self._past = PastIndex(self.repo, self.index, self.layout.state_dir)
+                self._past = PastIndex(self.repo, self.index, self.layout.state_dir, self.layout.writable)
             return self._past
 
     def close(self) -> None:

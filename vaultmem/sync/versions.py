@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +85,12 @@ def parse_as_of(value: object) -> AsOf:
 class PastIndex:
     """The versions of the vault's main line, built on first use from git and kept current."""
 
-    def __init__(self, repo: GitRepo, index: NoteIndex, state_dir: Path) -> None:
+    def __init__(
+        self, repo: GitRepo, index: NoteIndex, state_dir: Path, writable: Callable[[str], bool] | None = None
+    ) -> None:
         self.repo = repo
+        #: Whether a path is vaultmem's (``VaultLayout.writable``): a person's file is read as theirs.
+        self._writable = writable or (lambda _rel: True)
         self.index = index
         self.snapshot_path = state_dir / SNAPSHOT
         self._lock = threading.Lock()
@@ -272,7 +277,7 @@ class PastIndex:
         if raw is None:
             return None
         try:
-            note = note_from_text(raw.decode("utf-8"), path)
+            note = note_from_text(raw.decode("utf-8"), path, persons=not self._writable(path))
         except (MalformedNote, UnicodeDecodeError):
             return None
         record = record_for(note)

@@ -66,7 +66,7 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
-    return note_from_text(text, rel), hashlib.sha256(raw).hexdigest()
+    return note_from_text(text, rel, persons=not layout.writable(rel)), hashlib.sha256(raw).hexdigest()
 
 
 class Catalog:

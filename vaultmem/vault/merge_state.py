@@ -245,7 +245,7 @@ def _new_name(layout: VaultLayout, path: str, data: bytes, planned: set[str]) ->
     words: list[str] = []
     source = digest
     with contextlib.suppress(UnicodeDecodeError, MalformedNote):
-        note = note_from_text(data.decode("utf-8"), path)
+        note = note_from_text(data.decode("utf-8"), path, persons=not layout.writable(path))
         words, source = meaningful_words(note.title, note.body), note.id or digest
     names = _taken_names(layout.root / folder) | planned
 

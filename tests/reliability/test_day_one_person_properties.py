@@ -1,0 +1,125 @@
+"""A person's own properties that share a name with one of vaultmem's keys (found by a helper playing
+a person whose notes have odd content, 2026-12-03).
+
+In a vault adopted in place the person's notes are "searched, read and linked exactly as before"
+(docs/architecture.md, "Adopting a person's vault"). Their properties are their vocabulary, and
+several common ones are also names of vaultmem's keys: Obsidian Web Clipper's default template
+writes `source: "<page url>"`, task and project notes carry `status: in-progress` or `status: Done`,
+a template leaves an empty `tags:` item, a task lists its projects as links. Each of those made the
+whole note malformed: out of search and the graph, health `error`, and doctor told the person to
+"fix it by hand". Through the real surfaces: the CLI as a subprocess, and `vaultmem serve` with its
+watcher on the files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from _support import ServeProcess, git
+from mcp_harness import mcp_client, stdio_env, wait_for
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+
+#: The person's notes, each with a word found nowhere else.
+PERSONS_NOTES: dict[str, tuple[bytes, str]] = {
+    # Obsidian Web Clipper's default template.
+    "Clippings/How sourdough works.md": (
+        b'---\ntitle: "How sourdough works"\nsource: "https://example.com/sourdough"\n'
+        b'author:\n  - "[[Jane Baker]]"\npublished: 2024-04-30\ncreated: 2024-05-01\n'
+        b'description: "A guide"\ntags:\n  - "clippings"\n---\n'
+        b"A starter needs flour, water and zebracorn patience.\n",
+        "zebracorn",
+    ),
+    "Projects/Kitchen.md": (b"---\nstatus: in-progress\n---\nRedo the giraffeplan.\n", "giraffeplan"),
+    "Projects/Garden.md": (b"---\nstatus: Done\n---\nThe okapiroadmap is finished.\n", "okapiroadmap"),
+    "Daily/2024-05-01.md": (b"---\ntags:\n  - \n---\nWalked the narwhaldog.\n", "narwhaldog"),
+    "Tasks/Paint.md": (
+        b'---\nproject:\n  - "[[Kitchen]]"\n  - "[[Garden]]"\nsource:\n  - shop\n---\nBuy quokkapaint.\n',
+        "quokkapaint",
+    ),
+}
+
+
+def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
+    return subprocess.run(
+        [VAULTMEM, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def persons_vault(tmp_path: Path, notes: dict[str, bytes]) -> Path:
+    vault = tmp_path / "notes"
+    (vault / ".obsidian").mkdir(parents=True)
+    for rel, data in notes.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_bytes(data)
+    init = cli(tmp_path / "config", "init", str(vault))
+    assert init.returncode == 0, init.stderr
+    return vault
+
+
+def searched(config: Path, vault: Path, word: str) -> list[str]:
+    result = cli(config, "search", "--json", "--vault", str(vault), word)
+    assert result.returncode == 0, result.stderr
+    return [hit["slug"] for hit in json.loads(result.stdout)["results"]]
+
+
+def test_a_persons_properties_named_like_vaultmems_keys_keep_the_note_searched(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, {rel: data for rel, (data, _) in PERSONS_NOTES.items()})
+    # The same status in vaultmem's own folder is still refused: there it is vaultmem's key.
+    own = "Memory/memory/semantic/odd-status.md"
+    (vault / own).parent.mkdir(parents=True, exist_ok=True)
+    (vault / own).write_bytes(b"---\nid: 0b9a4d7e-4f3c-4c1e-9f00-000000000001\nstatus: in-progress\n---\nx\n")
+    reindex = cli(config, "reindex", "--vault", str(vault))
+    assert reindex.returncode == 0, reindex.stderr
+    for rel, (data, word) in PERSONS_NOTES.items():
+        assert searched(config, vault, word)[:1] == [rel.rsplit("/", 1)[1].removesuffix(".md")], rel
+        assert (vault / rel).read_bytes() == data  # never rewritten
+    doctor = json.loads(cli(config, "doctor", "--json", "--vault", str(vault)).stdout)
+    assert list(doctor["malformed"]) == [own]
+    assert "in-progress" in doctor["malformed"][own]
+
+
+async def _call(server: ServeProcess, tool: str, **arguments: Any) -> dict[str, Any]:
+    async with mcp_client(server.url, server.token) as client:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        answer = dict(result.structured_content or {})
+        return answer.get("result", answer)  # the graph tools wrap theirs in `result`
+
+
+def test_a_status_the_person_sets_in_obsidian_keeps_the_note_searched_and_linked(tmp_path: Path) -> None:
+    vault = persons_vault(
+        tmp_path, {"Kitchen.md": b"Redo the giraffeplan.\n", "Home.md": b"See [[Kitchen]] hubmarker.\n"}
+    )
+    server = ServeProcess(vault, tmp_path / "config")
+    try:
+
+        def call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return asyncio.run(_call(server, tool, **arguments))
+
+        def slugs(word: str) -> list[str]:
+            return [hit["slug"] for hit in call("memory_search", query=word)["results"]]
+
+        def links_of_home() -> list[str]:
+            (hit,) = call("memory_search", query="hubmarker", limit=1)["results"]
+            item = call("memory_recall", action="get", thought_id=hit["id"], include_edges=True)["item"]
+            return [edge["thought"]["content"] for edge in item["upstream"]]
+
+        wait_for(lambda: links_of_home() == ["Redo the giraffeplan."])
+        edited = b"---\nstatus: in-progress\nsource: https://example.com/plan\n---\nRedo the giraffeplan.\n"
+        (vault / "Kitchen.md").write_bytes(edited)
+        wait_for(lambda: "Kitchen.md" in git(vault, "log", "-1", "--name-only", "--format="))
+        assert slugs("giraffeplan")[:1] == ["Kitchen"]
+        assert links_of_home() == ["Redo the giraffeplan."]
+        health = call("memory_status", action="health")["item"]
+        assert next(c for c in health["checks"] if c["name"] == "malformed_notes")["ok"] is True
+        assert (vault / "Kitchen.md").read_bytes() == edited
+    finally:
+        assert server.stop() == 0
