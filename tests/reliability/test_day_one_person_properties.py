@@ -123,3 +123,53 @@ def test_a_status_the_person_sets_in_obsidian_keeps_the_note_searched_and_linked
         assert (vault / "Kitchen.md").read_bytes() == edited
     finally:
         assert server.stop() == 0
+
+
+def test_a_link_in_a_persons_property_to_a_note_not_written_yet_is_obsidians_idiom(tmp_path: Path) -> None:
+    """Web Clipper writes `author: "[[Jane Baker]]"`, a note most people never write: doctor listed it
+    with the typed links that fail it (exit 1), and health warned, while the same link in the body
+    passes. It is listed with the text's links now; a typed link to nothing still fails."""
+    config = tmp_path / "config"
+    vault = persons_vault(
+        tmp_path,
+        {
+            "Clip.md": b'---\nauthor:\n  - "[[Jane Baker]]"\nup: "[[Roadmap]]"\n---\nA clipped page.\n',
+            "Body.md": b"Next: [[Roadmap]]\n",
+        },
+    )
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    report = json.loads(doctor.stdout)
+    assert report["dangling_links"] == []
+    assert sorted(map(tuple, (d.values() for d in report["dangling_text_links"]))) == [
+        ("Body.md", "Roadmap"), ("Clip.md", "Jane Baker"), ("Clip.md", "Roadmap"),
+    ]  # fmt: skip
+    assert report["ok"] is True and doctor.returncode == 0
+    (vault / "Typed.md").write_bytes(b'---\nsupports: "[[Nowhere]]"\n---\nA claim.\n')
+    report = json.loads(cli(config, "doctor", "--json", "--vault", str(vault)).stdout)
+    assert report["dangling_links"] == [{"path": "Typed.md", "property": "supports", "target": "Nowhere"}]
+
+
+def test_a_link_in_a_persons_property_named_like_vaultmems_key_is_an_edge(tmp_path: Path) -> None:
+    """`project: "[[Kitchen]]"` in a person's note: Obsidian draws the link, doctor judged it as one,
+    but the graph left it out (vaultmem's `project` is a name in its own notes)."""
+    vault = persons_vault(
+        tmp_path,
+        {
+            "Kitchen.md": b"The kitchen project.\n",
+            "Tiles.md": b'---\nproject: "[[Kitchen]]"\n---\nBuy wombattiles.\n',
+        },
+    )
+    server = ServeProcess(vault, tmp_path / "config")
+    try:
+
+        def call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return asyncio.run(_call(server, tool, **arguments))
+
+        def links_of_tiles() -> list[tuple[str, str]]:
+            (hit,) = call("memory_search", query="wombattiles", limit=1)["results"]
+            item = call("memory_recall", action="get", thought_id=hit["id"], include_edges=True)["item"]
+            return [(e["edge"]["type"], e["thought"]["content"]) for e in item["upstream"]]
+
+        wait_for(lambda: links_of_tiles() == [("links_to", "The kitchen project.")])
+    finally:
+        assert server.stop() == 0

@@ -257,6 +257,12 @@ ATTACHMENT_EXTENSIONS = frozenset(
 #: Frontmatter keys whose wikilinks are not the person's graph: vaultmem's own (typed links are
 #: edges of their own type) and a conflict note's pointer to its original.
 _NOT_PERSON_KEYS = frozenset({*OWNED_KEYS, "conflict_of", "aliases", "alias"})
+#: The same in a person's own file (outside vaultmem's folder): there a property named like one of
+#: vaultmem's keys (``project: "[[Kitchen]]"``, ``source: "[[Book]]"``) is the person's, and Obsidian
+#: draws its link; typed links and their bookkeeping stay what they are.
+_NOT_PERSONS_OWN_KEYS = frozenset(
+    {*EDGE_TYPES, LINK_CREATED_KEY, LINK_TARGETS_KEY, "conflict_of", "aliases", "alias"}
+)
 _ANY_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
 _MD_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -274,8 +280,11 @@ class TextRefs:
     tags: tuple[str, ...] = ()
 
 
-def text_refs(body: str, meta: Mapping[str, Any] | None = None) -> TextRefs:
-    """The links (body, then the person's own properties) and body ``#tags`` of one note."""
+def text_refs(body: str, meta: Mapping[str, Any] | None = None, *, persons: bool = False) -> TextRefs:
+    """The links (body, then the person's own properties) and body ``#tags`` of one note.
+
+    ``persons``: the note is the person's own file, so every property but the typed links is theirs.
+    """
     links: dict[str, None] = {}
     tags: dict[str, None] = {}
     if "[[" in body or "](" in body or "#" in body:
@@ -294,8 +303,9 @@ def text_refs(body: str, meta: Mapping[str, Any] | None = None) -> TextRefs:
                 tag = match.group(1).rstrip("/")
                 if tag and not tag.isdigit():  # "#1984" is no tag, "#y1984" is (Obsidian's rule)
                     tags.setdefault(tag)
+    not_persons = _NOT_PERSONS_OWN_KEYS if persons else _NOT_PERSON_KEYS
     for key, value in (meta or {}).items():
-        if key not in _NOT_PERSON_KEYS:
+        if key not in not_persons:
             for target in wikilink_targets(value):
                 links.setdefault(target)
     return TextRefs(tuple(links), tuple(tags))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import IndexError_, VaultError
+from vaultmem.notes.links import EDGE_TYPES
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
 from vaultmem.vault.catalog import Catalog
@@ -149,6 +150,8 @@ def diagnose(
         found = seen[(entry.path, current)] = known
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
         for key, target, made_for in found.property_links:
+            if key not in EDGE_TYPES and target in entry.text_links:
+                continue  # a person's property (`up: "[[Roadmap]]"`): judged with the text's links, below
             in_properties.add((entry.path, target))
             if catalog.resolve_link(target, source=entry.path, recorded=made_for) is None:
                 report.dangling_links.append({"path": entry.path, "property": key, "target": target})

@@ -270,9 +270,10 @@ class EdgeGraph:
                 links, meta = (), None
         targets: tuple[str, ...] = ()
         if self._text_ready:
-            targets = (
-                entry.text_links if entry is not None else text_refs(note.body, meta).links if note else ()
-            )
+            if entry is not None:
+                targets = entry.text_links
+            elif note:
+                targets = text_refs(note.body, meta, persons=note.persons).links
         for target in (*(name for _t, name in links), *targets):
             self._mentions.setdefault(_last_name(target), set()).add(path)
         if not links and not targets and source_id not in self._out:

@@ -88,7 +88,7 @@ class Entry(NamedTuple):
         src_id = note.source.get("id")
         src_url = note.source.get("url")
         meta = note.text.meta if note.text is not None else {}
-        refs = text_refs(note.body, meta)
+        refs = text_refs(note.body, meta, persons=note.persons)
         return Entry(
             path=note.path,
             id=note.id,
