@@ -160,7 +160,11 @@ def test_a_cache_written_whole_but_of_another_shape_is_ignored(tmp_path: Path) -
     cache = Settings.resolve(root).state_dir / FILE
     fmt, key, rows = unmarshal_state(cache.read_bytes())  # type: ignore[misc]
     for bad in ((("related", "t"),), (("related", 5, None),)):
-        forged = tuple((path, content_hash, found, bad) for path, content_hash, found, _ in rows)
+        forged = tuple((path, digest, found, bad, none) for path, digest, found, _, none in rows)
         cache.write_bytes(marshal_state((fmt, key, forged)))
         again = doctor(root)
         assert again["secrets"] == first["secrets"] and again["dangling_links"] == first["dangling_links"]
+    # an unreadable-properties field that is not text
+    forged = tuple((path, digest, found, links, 5) for path, digest, found, links, _ in rows)
+    cache.write_bytes(marshal_state((fmt, key, forged)))
+    assert doctor(root)["unreadable_properties"] == first["unreadable_properties"]

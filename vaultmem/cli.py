@@ -377,6 +377,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "links in a note's text to no note yet (Obsidian shows them unresolved; not a problem)",
             [f"{d['path']}: [[{d['target']}]]" for d in report.dangling_text_links],
         ),
+        (
+            "properties YAML cannot read, in your notes (Obsidian flags them too; searched as plain text)",
+            [f"{path}: {why}" for path, why in report.unreadable_properties.items()],
+        ),
         ("not in the index (run `vaultmem reindex`)", report.index_missing),
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),

@@ -173,3 +173,36 @@ def test_a_link_in_a_persons_property_named_like_vaultmems_key_is_an_edge(tmp_pa
         wait_for(lambda: links_of_tiles() == [("links_to", "The kitchen project.")])
     finally:
         assert server.stop() == 0
+
+
+def test_a_persons_note_whose_properties_yaml_cannot_read_or_with_a_byte_of_another_encoding_is_searched(
+    tmp_path: Path,
+) -> None:
+    """`title: Meeting: Q3 plans` (a colon in a value: not YAML), a tab-indented list, and an old
+    Windows-1252 é in a person's note each dropped the note from search; Obsidian flags such
+    properties and still shows and searches the note. Now the text is searched, doctor lists the
+    properties as unreadable without failing, and the files stay as they were. In vaultmem's own
+    folder the same YAML is still malformed, and a binary file is still refused."""
+    config = tmp_path / "config"
+    notes = {
+        "Meetings/Q3.md": b"---\ntitle: Meeting: Q3 plans\n---\nWe agreed on the pangolinbudget.\n",
+        "Lists/Tabs.md": b"---\ntags:\n\t- work\n---\nThe tapirlist is here.\n",
+        "Old/Cafe.md": b"Le caf\xe9 sert un axolotlcroissant.\n",
+        "Old/Binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+    }
+    vault = persons_vault(tmp_path, notes)
+    own = "Memory/memory/semantic/broken.md"
+    (vault / own).parent.mkdir(parents=True, exist_ok=True)
+    (vault / own).write_bytes(b"---\ntitle: Meeting: Q3 plans\n---\nx\n")
+    reindex = cli(config, "reindex", "--vault", str(vault))
+    assert reindex.returncode == 0, reindex.stderr
+    assert searched(config, vault, "pangolinbudget")[:1] == ["Q3"]
+    assert searched(config, vault, "tapirlist")[:1] == ["Tabs"]
+    assert searched(config, vault, "axolotlcroissant")[:1] == ["Cafe"]
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    report = json.loads(doctor.stdout)
+    assert sorted(report["unreadable_properties"]) == ["Lists/Tabs.md", "Meetings/Q3.md"]
+    assert sorted(report["malformed"]) == sorted(["Old/Binary.md", own])
+    assert "properties YAML cannot read" in cli(config, "doctor", "--vault", str(vault)).stdout
+    for rel, data in notes.items():
+        assert (vault / rel).read_bytes() == data  # never rewritten

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vaultmem.errors import MalformedNote
@@ -100,6 +100,8 @@ class Note:
     text: NoteText | None = None
     #: The person's own file (read with ``persons``): its properties are theirs, whatever their names.
     persons: bool = False
+    #: Why the properties of the person's file could not be read (its text is then all body).
+    unreadable_properties: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -127,7 +129,18 @@ def note_from_text(raw: str, path: str, *, persons: bool = False) -> Note:
     A file without frontmatter is a plain note a person wrote: it reads as an active note of kind
     ``note`` with no id (the index derives one). ``persons``: see :func:`note_from_doc`.
     """
-    return note_from_doc(parse(raw, source=path), path, persons=persons)
+    if not persons:
+        return note_from_doc(parse(raw, source=path), path)
+    try:
+        doc = parse(raw, source=path)
+    except MalformedNote as exc:
+        # Properties YAML cannot read (``title: Meeting: Q3 plans``, a tab-indented list): Obsidian
+        # flags them and still shows and searches the note. The person's file is never written, so
+        # its whole text is read as the body, and doctor lists the properties as unreadable.
+        body = raw.removeprefix("\ufeff")
+        plain = note_from_doc(NoteText(body != raw, "\n", False, "", [], "", body), path, persons=True)
+        return replace(plain, unreadable_properties=str(exc))
+    return note_from_doc(doc, path, persons=True)
 
 
 def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:

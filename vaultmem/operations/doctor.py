@@ -72,6 +72,9 @@ class DoctorReport:
     #: Links in a note's body that no note answers to: ``{path, target}``. Listed, not counted
     #: against ``ok``: in Obsidian an unresolved link is a note not written yet, a person's idiom.
     dangling_text_links: list[dict[str, str]] = field(default_factory=list)
+    #: The person's notes whose properties YAML cannot read (``{path: why}``): searched as plain
+    #: text. Listed, not counted against ``ok``: Obsidian flags them too, and they are the person's.
+    unreadable_properties: dict[str, str] = field(default_factory=dict)
     #: How the vault is laid out: where vaultmem's files are, what is the person's (see explain_layout).
     layout: Layout | None = None
     #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
@@ -149,6 +152,8 @@ def diagnose(
             known, current = facts_of(layout, entry)
         found = seen[(entry.path, current)] = known
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
+        if found.unreadable_properties is not None:
+            report.unreadable_properties[entry.path] = found.unreadable_properties
         for key, target, made_for in found.property_links:
             if key not in EDGE_TYPES and target in entry.text_links:
                 continue  # a person's property (`up: "[[Roadmap]]"`): judged with the text's links, below

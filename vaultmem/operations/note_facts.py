@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 #: The cache's name in the state directory.
 FILE = "health.cache"
-_FORMAT = 1
+_FORMAT = 2
 
 Version = tuple[str, str]  # (vault path, content hash)
 
@@ -50,13 +50,15 @@ class NoteFacts:
     secrets: tuple[Finding, ...]
     #: ``(property, target, id the link was made for or None)`` of each wikilink in a property.
     property_links: tuple[tuple[str, str, str | None], ...]
+    #: Why a person's properties could not be read (the note is then searched as plain text).
+    unreadable_properties: str | None = None
 
 
 def facts_of(layout: VaultLayout, entry: Entry) -> tuple[NoteFacts, str]:
     """Read the note of ``entry`` and find its facts; with the sha256 of the bytes read."""
     note, content_hash = read_note_and_hash(layout, entry.path)
     if note.text is None:
-        return NoteFacts((), ()), content_hash
+        return NoteFacts((), (), note.unreadable_properties), content_hash
     found = tuple(scan_note_text(note.text.render(), entry.path))
     meta = note.text.meta
     recorded = recorded_targets(meta)
@@ -65,7 +67,7 @@ def facts_of(layout: VaultLayout, entry: Entry) -> tuple[NoteFacts, str]:
         for key, value in meta.items()
         for target in wikilink_targets(value)
     )
-    return NoteFacts(found, targets), content_hash
+    return NoteFacts(found, targets, note.unreadable_properties), content_hash
 
 
 @functools.cache
@@ -105,7 +107,13 @@ class FactCache:
         if self._file is None or not self._changed:
             return
         rows = tuple(
-            (path, content_hash, tuple(_finding_row(f) for f in facts.secrets), facts.property_links)
+            (
+                path,
+                content_hash,
+                tuple(_finding_row(f) for f in facts.secrets),
+                facts.property_links,
+                facts.unreadable_properties,
+            )
             for (path, content_hash), facts in self._facts.items()
         )
         try:
@@ -130,19 +138,20 @@ class FactCache:
             log.info("ignoring the health cache %s (rows of another shape)", self._file)
             return []
         return [
-            ((path, content_hash), NoteFacts(tuple(Finding(*f) for f in found), targets))
-            for path, content_hash, found, targets in rows
+            ((path, content_hash), NoteFacts(tuple(Finding(*f) for f in found), targets, unreadable))
+            for path, content_hash, found, targets, unreadable in rows
         ]
 
 
 def _is_row(row: object) -> bool:
     """Whether a cache row has the shape :meth:`FactCache.save` writes (the file's checksum says it
     was written whole, not by whom: a row of the wrong shape must not reach the report)."""
-    if not (isinstance(row, tuple) and len(row) == 4):
+    if not (isinstance(row, tuple) and len(row) == 5):
         return False
-    path, content_hash, found, targets = row
+    path, content_hash, found, targets, unreadable = row
     return (
         isinstance(path, str)
+        and (unreadable is None or isinstance(unreadable, str))
         and isinstance(content_hash, str)
         and isinstance(found, tuple)
         and all(

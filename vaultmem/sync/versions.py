@@ -29,6 +29,7 @@ from vaultmem.notes.ids import derived_id
 from vaultmem.notes.model import note_from_text
 from vaultmem.sync.mainline import LineCommit, RefsWatch, batches, head_of, main_line, read_blobs
 from vaultmem.sync.reconcile import record_for
+from vaultmem.vault.catalog import note_text
 from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import is_conflict_copy
@@ -277,8 +278,9 @@ class PastIndex:
         if raw is None:
             return None
         try:
-            note = note_from_text(raw.decode("utf-8"), path, persons=not self._writable(path))
-        except (MalformedNote, UnicodeDecodeError):
+            persons = not self._writable(path)
+            note = note_from_text(note_text(raw, path, persons), path, persons=persons)
+        except MalformedNote:
             return None
         record = record_for(note)
         if note.id:

@@ -62,11 +62,22 @@ def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
         raise MalformedNote(f"{rel}: is {exc.kind}, not a file; vaultmem never reads it") from exc
     except OSError as exc:
         raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
+    persons = not layout.writable(rel)
+    return note_from_text(note_text(raw, rel, persons), rel, persons=persons), hashlib.sha256(raw).hexdigest()
+
+
+def note_text(raw: bytes, rel: str, persons: bool) -> str:
+    """A note file's bytes as text; raise MalformedNote when they are not UTF-8.
+
+    A byte of another encoding in the person's own file (an old Windows-1252 é) reads as U+FFFD, as
+    an editor shows it: the file is theirs and never written. A NUL byte says the file is binary.
+    """
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
-    return note_from_text(text, rel, persons=not layout.writable(rel)), hashlib.sha256(raw).hexdigest()
+        if not persons or b"\0" in raw:
+            raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
+        return raw.decode("utf-8", errors="replace")
 
 
 class Catalog:
