@@ -32,9 +32,11 @@ install: $(STAMP)
 
 # Bytecode is compiled once first: where PYTHONDONTWRITEBYTECODE is set (some sandboxes and CI
 # images set it), each of the suite's `vaultmem` subprocesses would compile the package again.
+# The suite runs without it, so that pytest keeps the test modules it rewrites for its assertions
+# (`*-pytest-*.pyc`): otherwise each worker parses and rewrites every test module, ~8 s of CPU each.
 test: $(STAMP)
 	@$(BIN)/python -m compileall -q vaultmem tests >/dev/null
-	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 test-all: $(STAMP)
 	@$(BIN)/python -m compileall -q vaultmem tests >/dev/null
