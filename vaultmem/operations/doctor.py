@@ -154,11 +154,16 @@ def diagnose(
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
         if found.unreadable_properties is not None:
             report.unreadable_properties[entry.path] = found.unreadable_properties
+        persons = not layout.writable(entry.path)
         for key, target, made_for in found.property_links:
             if key not in EDGE_TYPES and target in entry.text_links:
                 continue  # a person's property (`up: "[[Roadmap]]"`): judged with the text's links, below
             in_properties.add((entry.path, target))
-            if catalog.resolve_link(target, source=entry.path, recorded=made_for) is None:
+            if catalog.resolve_link(target, source=entry.path, recorded=made_for) is not None:
+                continue
+            if persons and made_for is None:  # the person's `related: "[[Plan]]"`: a note not written yet
+                report.dangling_text_links.append({"path": entry.path, "target": target})
+            else:
                 report.dangling_links.append({"path": entry.path, "property": key, "target": target})
         for target in entry.text_links:
             if (entry.path, target) in in_properties:
