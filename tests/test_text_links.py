@@ -46,6 +46,11 @@ def tags(body: str) -> list[str]:
         ("[text](<folder/My Note.md>)", "folder/My Note"),
         ("[text](../up/Note.md)", "../up/Note"),
         ("[text](Note)", "Note"),
+        ("[text](Books/Black%20Swan%20(book).md)", "Books/Black Swan (book)"),
+        ("[text](Note.md 'a title')", "Note"),
+        ("[text](Note.md (a title))", "Note"),
+        ("[text](/folder/Note.md)", "/folder/Note"),
+        ("[text](Dr.%20Smith)", "Dr. Smith"),
         ("> [!note] A callout\n> with [[Note]] inside", "Note"),
     ],
 )
@@ -135,6 +140,8 @@ def test_links_resolve_the_way_obsidian_resolves_them(tmp_path: Path) -> None:
             "x/y/Deep.md": "d",
             "Target.md": "---\naliases: [Other name, Shared]\n---\nt",
             "q/Named.md": "---\naliases: Nickname\n---\nn",
+            "Twin.md": "t",
+            "b/c/Twin.md": "t",
         },
     )
     assert resolved(catalog, "Unique", "b/c/here.md") == "Unique.md"  # a unique name
@@ -148,6 +155,9 @@ def test_links_resolve_the_way_obsidian_resolves_them(tmp_path: Path) -> None:
     assert resolved(catalog, "nickname", "Unique.md") == "q/Named.md"  # alias: a single text
     assert resolved(catalog, "Shared", "q/Named.md") == "a/Shared.md"  # a file name wins over an alias
     assert resolved(catalog, "Nowhere", "Unique.md") is None
+    assert resolved(catalog, "./Twin", "b/c/here.md") == "b/c/Twin.md"  # ./: the folder first
+    assert resolved(catalog, "/a/Shared", "b/c/here.md") == "a/Shared.md"  # /: from the vault's root
+    assert resolved(catalog, "/y/Deep", "Unique.md") is None  # ... only
 
 
 # -- the edge graph keeps up with the files ---------------------------------------------------------

@@ -7,12 +7,15 @@ answering `memory_recall get` with its edges. Every file of the person's stays b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from mcp_harness import stdio_env
+from _support import ServeProcess
+from mcp_harness import mcp_client, stdio_env, wait_for
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 
@@ -65,3 +68,67 @@ def test_a_persons_related_property_to_a_note_not_written_yet_is_listed_without_
         {"path": "Memory/memory/semantic/claim.md", "property": "supports", "target": "Nothing"}
     ]
     assert unchanged(vault, files)
+
+
+#: Markdown links as Obsidian and the tools beside it write them (each target's body names it).
+MARKDOWN_LINKED: dict[str, bytes] = {
+    "Books/Black Swan (book).md": b"Black swan.\n",  # Obsidian keeps ( ) and writes spaces as %20
+    "Meetings/Standup (2024-05-01).md": b"Standup.\n",
+    "Areas/Health/Sleep.md": b"Sleep.\n",  # linked from the vault's root: /Areas/Health/Sleep.md
+    "Note.md": b"Root note.\n",  # ./Note.md from Work/ is Work/Note.md, never this one
+    "Work/Note.md": b"Work note.\n",
+    "People/Dr. Smith.md": b"Dentist.\n",  # a dot in the name, linked without .md
+    "Tech/Node.js.md": b"Runtime.\n",
+    "Alpha.md": b"Alpha.\n",
+    "Bravo.md": b"Bravo.\n",
+    "Library/book.epub": b"PK\x03\x04",  # files of the vault that are not notes
+    "Diagrams/flow.drawio": b"<mxfile/>",
+    "Work/Plan.md": (
+        b"[swan](../Books/Black%20Swan%20(book).md)\n[standup](../Meetings/Standup%20(2024-05-01).md#Actions)\n"
+        b"[sleep](/Areas/Health/Sleep.md#Tips) [here](./Note.md) [dentist](../People/Dr.%20Smith)\n"
+        b"[node](../Tech/Node.js) [a](../Alpha.md 'the first') [b](../Bravo.md (the second))\n"
+        b"[[book.epub]] ![[flow.drawio]] [data](../Library/book.epub) planmarker\n"
+    ),
+}
+
+
+async def _call(server: ServeProcess, tool: str, **arguments: Any) -> dict[str, Any]:
+    async with mcp_client(server.url, server.token) as client:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        answer = dict(result.structured_content or {})
+        return answer.get("result", answer)  # the graph tools wrap theirs in `result`
+
+
+def test_every_markdown_link_obsidian_follows_is_an_edge_and_no_file_is_dangling(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, MARKDOWN_LINKED)
+    server = ServeProcess(vault, config)
+    try:
+
+        def call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return asyncio.run(_call(server, tool, **arguments))
+
+        (hit,) = call("memory_search", query="planmarker", limit=1)["results"]
+
+        def linked() -> list[str]:
+            item = call("memory_recall", action="get", thought_id=hit["id"], include_edges=True)["item"]
+            return sorted(edge["thought"]["content"].strip() for edge in item["upstream"])
+
+        wanted = [
+            "Alpha.",
+            "Black swan.",
+            "Bravo.",
+            "Dentist.",
+            "Runtime.",
+            "Sleep.",
+            "Standup.",
+            "Work note.",
+        ]
+        wait_for(lambda: linked() == wanted)
+    finally:
+        server.stop()
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    assert doctor.returncode == 0, doctor.stdout
+    assert json.loads(doctor.stdout)["dangling_text_links"] == []  # the epub and the drawio exist
+    assert unchanged(vault, MARKDOWN_LINKED)

@@ -264,7 +264,14 @@ _NOT_PERSONS_OWN_KEYS = frozenset(
     {*EDGE_TYPES, LINK_CREATED_KEY, LINK_TARGETS_KEY, "conflict_of", "aliases", "alias"}
 )
 _ANY_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
-_MD_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
+#: ``[text](destination "title")``: a destination in ``<…>`` or without spaces, where balanced
+#: parentheses may appear (``Black%20Swan%20(book).md``, as Obsidian writes a note's name with them);
+#: a title in ``"…"``, ``'…'`` or ``(…)`` (CommonMark's three forms).
+_MD_LINK = re.compile(
+    r"!?\[[^\[\]\n]*\]\(\s*(<[^<>\n]+>|(?:[^()\s]|\([^()\s]*\))+)"
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"
+)
+_EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,10}$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^(?:[ \t]{0,3}>)*[ \t]{0,3}(`{3,}|~{3,})")
 _TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)", re.MULTILINE)
@@ -337,6 +344,14 @@ def is_attachment(target: str) -> bool:
     return "." in name and name.rsplit(".", 1)[1].lower() in ATTACHMENT_EXTENSIONS
 
 
+def names_a_file(target: str) -> bool:
+    """A link target that ends in a file extension other than ``.md`` (``book.epub``,
+    ``diagram.drawio``, ``Sketch.excalidraw``): when no note answers to it, it names an attachment
+    (Obsidian opens any file of the vault), never a note not written yet. ``Dr. Smith`` and
+    ``2024.05.01`` end in no extension (a space, only digits)."""
+    return is_attachment(target) or _EXTENSION.search(target.rsplit("/", 1)[-1]) is not None
+
+
 def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -356,12 +371,11 @@ def _markdown_target(destination: str) -> str | None:
     """The note a Markdown link's destination names (None for a URL, an anchor or a file)."""
     if destination.startswith("<"):
         destination = destination[1:-1]
-    if _SCHEME.match(destination) or destination.startswith(("#", "/")):
-        return None
+    if _SCHEME.match(destination) or destination.startswith(("#", "//")):
+        return None  # a URL, an anchor in the note itself, a URL without its scheme
     path = unquote(destination.split("#", 1)[0].split("?", 1)[0]).strip()
-    name = path.rsplit("/", 1)[-1]
-    if "." in name and not name.lower().endswith(".md"):
-        return None  # a file of another type (Obsidian needs .md or no extension for a note)
+    # ``/Folder/Note.md`` stays rooted (the vault's root); ``Dr.%20Smith`` and ``Node.js`` without
+    # ``.md`` are notes as Obsidian reads them (it tries the note first); an attachment is no note.
     return _note_target(path)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from vaultmem.config import CONFIG_FILE, CONTRACT_FILE, Settings, find_homes
 from vaultmem.errors import IndexError_, VaultError
-from vaultmem.notes.links import EDGE_TYPES
+from vaultmem.notes.links import EDGE_TYPES, names_a_file
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
 from vaultmem.vault.catalog import Catalog
@@ -162,13 +162,14 @@ def diagnose(
             if catalog.resolve_link(target, source=entry.path, recorded=made_for) is not None:
                 continue
             if persons and made_for is None:  # the person's `related: "[[Plan]]"`: a note not written yet
-                report.dangling_text_links.append({"path": entry.path, "target": target})
+                if not names_a_file(target):
+                    report.dangling_text_links.append({"path": entry.path, "target": target})
             else:
                 report.dangling_links.append({"path": entry.path, "property": key, "target": target})
         for target in entry.text_links:
             if (entry.path, target) in in_properties:
                 continue  # a person's property: reported above, with its property
-            if catalog.resolve_link(target, source=entry.path) is None:
+            if catalog.resolve_link(target, source=entry.path) is None and not names_a_file(target):
                 report.dangling_text_links.append({"path": entry.path, "target": target})
     if index is not None:
         report.index_exists = True

@@ -12,11 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import posixpath
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
@@ -31,6 +30,9 @@ from vaultmem.vault.layout import (
     is_conflict_stem,
     not_a_file_reason,
 )
+from vaultmem.vault.link_paths import closest as _closest
+from vaultmem.vault.link_paths import dir_of as _dir_of
+from vaultmem.vault.link_paths import path_link
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
 
@@ -460,7 +462,8 @@ class Catalog:
         note has that id, the link is that note's, whatever names changed since (a clash, a rename
         outside Obsidian). Otherwise the name decides, as Obsidian resolves it, case-insensitively:
         a path (``folder/name``) is the note at that vault path, else at that path from the linking
-        note ``source``'s folder (``../x``), else the closest note whose path ends with it; a bare
+        note ``source``'s folder (``../x``; ``./x`` from there first, ``/x`` from the root only), else
+        the closest note whose path ends with it; a bare
         name shared by several notes goes to the closest one: in ``source``'s folder first, then
         the shortest path, then the first in sort order. A name no file has resolves to the note
         whose ``aliases:`` list it (Obsidian writes ``[[file|alias]]`` when you pick an alias; a
@@ -489,28 +492,10 @@ class Catalog:
             return self._by_path.get(_closest(paths, here))
 
     def _by_path_link(self, name: str, here: str | None) -> Entry | None:
-        """The note a link with a path names: the vault path, the path from the folder ``here``,
-        else the closest note whose path ends with it (all case-insensitively)."""
-        wanted = name.lstrip("/")
-        exact = self._by_path.get(f"{wanted}.md")
-        if exact is not None:
-            return exact
-        paths = self._by_stem.get(name_key(wanted.rsplit("/", 1)[-1]))
-        if not paths:
-            return None
-        folded = {name_key(p): p for p in paths}
-        norm = name_key(posixpath.normpath(wanted))
-        tries = [norm] if not norm.startswith("..") else []
-        if here is not None:
-            tries.append(name_key(posixpath.normpath(posixpath.join(here, wanted))))
-        for candidate in tries:
-            found = folded.get(f"{candidate}.md")
-            if found is not None:
-                return self._by_path.get(found)
-        if norm.startswith(".."):
-            return None
-        ends = [p for low, p in folded.items() if f"/{low}".endswith(f"/{norm}.md")]
-        return self._by_path.get(_closest(ends, here)) if ends else None
+        """The note a link with a path names (``vault/link_paths.py`` says how a path is read)."""
+        named = self._by_stem.get(name_key(name.rsplit("/", 1)[-1]))
+        found = path_link(name, here, self._by_path, named)
+        return self._by_path.get(found) if found is not None else None
 
     def paths_named(self, name: str) -> list[str]:
         """Every note whose file name (without ``.md``) is ``name``, compared case-insensitively."""
@@ -577,18 +562,6 @@ def _source_keys(entry: Entry) -> Iterator[str]:
 
 def _same_id(path: str, other: str) -> str:
     return f"{path}: has the same id as {other}; give one of them a new id or delete the copy"
-
-
-def _closest(paths: Collection[str], here: str | None) -> str:
-    """Of several notes a name fits, the one in the folder ``here``, then the shortest path, then
-    the first in sort order."""
-    if len(paths) == 1:  # a unique name: most links
-        return next(iter(paths))
-    return min(paths, key=lambda p: (_dir_of(p) != here, len(p), p))
-
-
-def _dir_of(rel: str) -> str:
-    return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
 def _stem(rel: str) -> str:
