@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layers import parts
-from mcp_harness import Lines
+from mcp_harness import Lines, stdio_env
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
@@ -169,3 +169,27 @@ def indexed_vs_fresh(vault: Path, state_dir: Path, fresh_state: Path, queries: l
             assert all(other.get(i, 0.0) >= 0.4 for i in strong), (query, strong, other)
         if fresh[1] is not None:
             assert got[1] == fresh[1], query
+
+
+# -- a person's vault, adopted through the CLI ----------------------------------------------------
+
+
+def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``vaultmem ARGS`` as a subprocess, configuration under ``config``, the fake embedder."""
+    env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
+    return subprocess.run(
+        [VAULTMEM, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def persons_vault(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    """A person's Obsidian vault of ``files`` (with a ``.obsidian/`` folder), adopted with
+    ``vaultmem init`` (configuration under ``tmp_path / "config"``)."""
+    vault = tmp_path / "notes"
+    (vault / ".obsidian").mkdir(parents=True)
+    for rel, data in files.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_bytes(data)
+    init = cli(tmp_path / "config", "init", str(vault))
+    assert init.returncode == 0, init.stderr
+    return vault

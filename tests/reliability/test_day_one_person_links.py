@@ -9,33 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess
-from mcp_harness import mcp_client, stdio_env, wait_for
-
-VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
-
-
-def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
-    return subprocess.run(
-        [VAULTMEM, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-
-
-def persons_vault(tmp_path: Path, files: dict[str, bytes]) -> Path:
-    vault = tmp_path / "notes"
-    (vault / ".obsidian").mkdir(parents=True)
-    for rel, data in files.items():
-        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
-        (vault / rel).write_bytes(data)
-    init = cli(tmp_path / "config", "init", str(vault))
-    assert init.returncode == 0, init.stderr
-    return vault
+from _support import ServeProcess, cli, persons_vault
+from mcp_harness import mcp_client, wait_for
 
 
 def unchanged(vault: Path, files: dict[str, bytes]) -> bool:

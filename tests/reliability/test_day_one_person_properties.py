@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess, git
-from mcp_harness import mcp_client, stdio_env, wait_for
-
-VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+from _support import ServeProcess, cli, git, persons_vault
+from mcp_harness import mcp_client, wait_for
 
 #: The person's notes, each with a word found nowhere else.
 PERSONS_NOTES: dict[str, tuple[bytes, str]] = {
@@ -43,24 +39,6 @@ PERSONS_NOTES: dict[str, tuple[bytes, str]] = {
         "quokkapaint",
     ),
 }
-
-
-def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
-    return subprocess.run(
-        [VAULTMEM, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-
-
-def persons_vault(tmp_path: Path, notes: dict[str, bytes]) -> Path:
-    vault = tmp_path / "notes"
-    (vault / ".obsidian").mkdir(parents=True)
-    for rel, data in notes.items():
-        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
-        (vault / rel).write_bytes(data)
-    init = cli(tmp_path / "config", "init", str(vault))
-    assert init.returncode == 0, init.stderr
-    return vault
 
 
 def searched(config: Path, vault: Path, word: str) -> list[str]:
