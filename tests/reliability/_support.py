@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layers import parts
-from mcp_harness import Lines, stdio_env
+from mcp_harness import Lines, mcp_client, stdio_env
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
@@ -193,3 +193,12 @@ def persons_vault(tmp_path: Path, files: dict[str, bytes]) -> Path:
     init = cli(tmp_path / "config", "init", str(vault))
     assert init.returncode == 0, init.stderr
     return vault
+
+
+async def call_tool(server: ServeProcess, tool: str, **arguments: Any) -> dict[str, Any]:
+    """One tool call over MCP to ``server``; its structured answer (a graph tool's ``result``)."""
+    async with mcp_client(server.url, server.token) as client:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        answer = dict(result.structured_content or {})
+        return answer.get("result", answer)  # the graph tools wrap theirs in `result`

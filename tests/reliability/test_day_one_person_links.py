@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess, cli, persons_vault
-from mcp_harness import mcp_client, wait_for
+from _support import ServeProcess, call_tool, cli, persons_vault
+from mcp_harness import wait_for
 
 
 def unchanged(vault: Path, files: dict[str, bytes]) -> bool:
@@ -70,14 +70,6 @@ MARKDOWN_LINKED: dict[str, bytes] = {
 }
 
 
-async def _call(server: ServeProcess, tool: str, **arguments: Any) -> dict[str, Any]:
-    async with mcp_client(server.url, server.token) as client:
-        result = await client.call_tool(tool, arguments)
-        assert not result.is_error, result.content
-        answer = dict(result.structured_content or {})
-        return answer.get("result", answer)  # the graph tools wrap theirs in `result`
-
-
 def test_every_markdown_link_obsidian_follows_is_an_edge_and_no_file_is_dangling(tmp_path: Path) -> None:
     config = tmp_path / "config"
     vault = persons_vault(tmp_path, MARKDOWN_LINKED)
@@ -85,7 +77,7 @@ def test_every_markdown_link_obsidian_follows_is_an_edge_and_no_file_is_dangling
     try:
 
         def call(tool: str, **arguments: Any) -> dict[str, Any]:
-            return asyncio.run(_call(server, tool, **arguments))
+            return asyncio.run(call_tool(server, tool, **arguments))
 
         (hit,) = call("memory_search", query="planmarker", limit=1)["results"]
 

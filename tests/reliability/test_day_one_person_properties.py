@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess, cli, git, persons_vault
-from mcp_harness import mcp_client, wait_for
+from _support import ServeProcess, call_tool, cli, git, persons_vault
+from mcp_harness import wait_for
 
 #: The person's notes, each with a word found nowhere else.
 PERSONS_NOTES: dict[str, tuple[bytes, str]] = {
@@ -64,14 +64,6 @@ def test_a_persons_properties_named_like_vaultmems_keys_keep_the_note_searched(t
     assert "in-progress" in doctor["malformed"][own]
 
 
-async def _call(server: ServeProcess, tool: str, **arguments: Any) -> dict[str, Any]:
-    async with mcp_client(server.url, server.token) as client:
-        result = await client.call_tool(tool, arguments)
-        assert not result.is_error, result.content
-        answer = dict(result.structured_content or {})
-        return answer.get("result", answer)  # the graph tools wrap theirs in `result`
-
-
 def test_a_status_the_person_sets_in_obsidian_keeps_the_note_searched_and_linked(tmp_path: Path) -> None:
     vault = persons_vault(
         tmp_path, {"Kitchen.md": b"Redo the giraffeplan.\n", "Home.md": b"See [[Kitchen]] hubmarker.\n"}
@@ -80,7 +72,7 @@ def test_a_status_the_person_sets_in_obsidian_keeps_the_note_searched_and_linked
     try:
 
         def call(tool: str, **arguments: Any) -> dict[str, Any]:
-            return asyncio.run(_call(server, tool, **arguments))
+            return asyncio.run(call_tool(server, tool, **arguments))
 
         def slugs(word: str) -> list[str]:
             return [hit["slug"] for hit in call("memory_search", query=word)["results"]]
@@ -144,7 +136,7 @@ def test_a_link_in_a_persons_property_named_like_vaultmems_key_is_an_edge(tmp_pa
     try:
 
         def call(tool: str, **arguments: Any) -> dict[str, Any]:
-            return asyncio.run(_call(server, tool, **arguments))
+            return asyncio.run(call_tool(server, tool, **arguments))
 
         def links_of_tiles() -> list[tuple[str, str]]:
             (hit,) = call("memory_search", query="wombattiles", limit=1)["results"]
