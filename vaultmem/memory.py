@@ -36,7 +36,7 @@ from vaultmem.operations.history import Blame, History
 from vaultmem.operations.memories import AppendResult, CaptureResult, ForgetResult, Memories
 from vaultmem.operations.placement import Placement
 from vaultmem.operations.primers import Primers
-from vaultmem.operations.recall import Recall, SearchSpec
+from vaultmem.operations.recall import NeighbourPage, Recall, SearchSpec
 from vaultmem.operations.reflect import Reflect, ReflectSpec
 from vaultmem.operations.results import Answer, Json, Payload, Scope, Thought, WithColumns
 from vaultmem.operations.results import status_filter as _status
@@ -60,9 +60,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
-    "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NewThought", "Note", "Payload", "Progress",
-    "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult", "SearchSpec", "SyncReport",
-    "Thought", "WithColumns", "clone_vault", "init_vault",
+    "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NeighbourPage", "NewThought", "Note",
+    "Payload", "Progress", "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult",
+    "SearchSpec", "SyncReport", "Thought", "WithColumns", "clone_vault", "init_vault",
 ]  # fmt: skip
 
 
@@ -275,32 +275,28 @@ class Memory:
         return self._recalled(found, scope)
 
     def recall_context(
-        self, spec: SearchSpec | None, thought_id: str | None, max_degree: int, cwd: str | None = None
-    ) -> Answer:
-        """``context``: a thought (by id, or a query's best match) and its neighbourhood."""
+        self, spec: SearchSpec | None, thought_id: str | None, max_degree: int, cwd: str | None = None,
+        page: NeighbourPage | None = None,
+    ) -> Answer:  # fmt: skip
+        """``context``: a thought (by id, or a query's best match) and a page of its neighbourhood."""
         scope = projects.scope_for(self._ctx, None if thought_id else cwd, reader=not thought_id)
         given = spec.scoped(scope) if spec is not None else None
-        return self._recalled(self._recall.context(given, thought_id, max_degree), scope)
+        return self._recalled(self._recall.context(given, thought_id, max_degree, page), scope)
 
     def recall_get(
-        self, thought_id: str | None, include_edges: bool = False, as_of: str | None = None
-    ) -> Answer:
-        """``get``: one thought, with its incident edges if asked (or as it was ``as_of``)."""
-        return self._recalled(self._recall.get(thought_id, include_edges, as_of), Scope())
+        self, thought_id: str | None, include_edges: bool = False, as_of: str | None = None,
+        page: NeighbourPage | None = None,
+    ) -> Answer:  # fmt: skip
+        """``get``: one thought, with a page of its incident edges if asked (or as it was ``as_of``)."""
+        return self._recalled(self._recall.get(thought_id, include_edges, as_of, page), Scope())
 
-    def recall_chain(self, thought_id: str | None, max_degree: int) -> Answer:
-        """``chain``: a thought and its parent/develops chain."""
-        return self._recalled(self._recall.chain(thought_id, max_degree), Scope())
+    def recall_chain(self, thought_id: str | None, max_degree: int, page: NeighbourPage | None = None
+                     ) -> Answer:  # fmt: skip
+        """``chain``: a thought and a page of its parent/develops chain."""
+        return self._recalled(self._recall.chain(thought_id, max_degree, page), Scope())
 
-    def recall_list(
-        self,
-        status: str | None,
-        cwd: str | None,
-        tag: str | None,
-        is_cluster: bool | None,
-        limit: int,
-        offset: int,
-    ) -> Answer:
+    def recall_list(self, status: str | None, cwd: str | None, tag: str | None, is_cluster: bool | None,
+                    limit: int, offset: int) -> Answer:  # fmt: skip
         """``list``: a page of thoughts, newest first."""
         scope = projects.scope_for(self._ctx, cwd, reader=True)
         found = self._recall.list(_status(status, "all"), scope.project, tag, is_cluster, limit, offset)

@@ -13,14 +13,22 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from vaultmem.errors import InvalidInput
+from vaultmem.limits import (
+    DEFAULT_NEIGHBOURS,
+    MAX_BULK,
+    MAX_LINKS,
+    MAX_LIST_LIMIT,
+    MAX_NEIGHBOURS,
+    MAX_SEARCH_LIMIT,
+    MAX_UNLINKS,
+)
 from vaultmem.limits import DEFAULT_VERSIONS as HISTORY_DEFAULT
-from vaultmem.limits import MAX_BULK, MAX_LINKS, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT, MAX_UNLINKS
 from vaultmem.limits import MAX_VERSIONS as HISTORY_MAX
 from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.envelope import FULL, envelope, reject_retired, shaping_for, success
 from vaultmem.mcp.params import EdgeType, Output, StatusFilter, tombstone
 from vaultmem.mcp.params import describe as _d
-from vaultmem.memory import Memory, NewThought, SearchSpec
+from vaultmem.memory import Memory, NeighbourPage, NewThought, SearchSpec
 
 GRAPH_TOOL_NAMES = ("memory_recall", "memory_store")
 RECALL_RETIRED = {"top_k": "limit", "cluster": "is_cluster", "mode": "hybrid", "project_id": "cwd"}
@@ -92,10 +100,18 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
             _d(
                 f"Most items: search/clusters 1-{MAX_SEARCH_LIMIT} (default {DEFAULT_SEARCH_LIMIT}), "
                 f"list 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT}), history 1-{HISTORY_MAX} "
-                f"(default {HISTORY_DEFAULT})."
+                f"(default {HISTORY_DEFAULT}); get (include_edges)/context/chain: neighbours each way, "
+                f"1-{MAX_NEIGHBOURS} (default {DEFAULT_NEIGHBOURS}; meta.counts has upstream_total and "
+                "downstream_total)."
             ),
         ] = None,
-        offset: Annotated[int, _d("list/history: skip this many rows (page with offset += limit).")] = 0,
+        offset: Annotated[
+            int,
+            _d(
+                "list/history, and the neighbours of get/context/chain: skip this many "
+                "(page with offset += limit)."
+            ),
+        ] = 0,
         min_relevance: Annotated[
             float | None,
             Field(
@@ -158,6 +174,8 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
         search), list (paged inventory: limit/offset, meta.counts.total is the un-paged count),
         history (thought_id: its versions newest first, [{commit, at, author, action, summary}],
         renames followed, forgotten thoughts too; version: that one, with its text).
+        The neighbours of get, context and chain come a page at a time: limit (default 50) each
+        way from offset; meta.counts has upstream_total and downstream_total.
         Output is compact by default; compact: false adds every column and the scores. Edges of
         type links_to are the links written in a note's text ([[wikilinks]], Markdown links):
         read-only, shown by get, context, chain and the graph; tag filters count body #tags. as_of
@@ -196,11 +214,13 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
             answer = memory.recall_clusters(spec, cwd)
         elif action == "context":
             degree = max_degree or DEFAULT_CONTEXT_DEGREE
-            answer = memory.recall_context(None if thought_id else spec, thought_id, degree, cwd)
+            page = NeighbourPage.of(limit, offset)
+            answer = memory.recall_context(None if thought_id else spec, thought_id, degree, cwd, page)
         elif action == "get":
-            answer = memory.recall_get(thought_id, include_edges, as_of)
+            answer = memory.recall_get(thought_id, include_edges, as_of, NeighbourPage.of(limit, offset))
         elif action == "chain":
-            answer = memory.recall_chain(thought_id, max_degree or DEFAULT_CHAIN_DEGREE)
+            degree = max_degree or DEFAULT_CHAIN_DEGREE
+            answer = memory.recall_chain(thought_id, degree, NeighbourPage.of(limit, offset))
         elif action == "history":
             answer = memory.history(thought_id, version, limit, offset)
         else:

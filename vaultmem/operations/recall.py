@@ -9,6 +9,7 @@ is over-fetched so gated and filtered rows are backfilled.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vaultmem.errors import InvalidInput
@@ -42,6 +43,29 @@ CHAIN_TYPES = frozenset({"parent", "develops", TEXT_LINK})
 MAX_DEGREE = 10
 #: Largest candidate pool one search asks the index for while backfilling.
 MAX_POOL = 2000
+
+
+#: Neighbours per direction in one answer of get (include_edges), context and chain.
+DEFAULT_NEIGHBOURS = 50
+MAX_NEIGHBOURS = 500
+
+
+@dataclass(frozen=True)
+class NeighbourPage:
+    """Which of a thought's neighbours one answer carries, per direction (checked)."""
+
+    limit: int
+    offset: int
+
+    @staticmethod
+    def of(limit: int | None = None, offset: int = 0) -> NeighbourPage:
+        size = check_int("limit", DEFAULT_NEIGHBOURS if limit is None else limit, 1, MAX_NEIGHBOURS)
+        return NeighbourPage(size, check_offset(offset))
+
+
+def _in_order(edges: Iterable[Edge]) -> list[Edge]:
+    """Edges oldest first (ties by id): the same order on every call, so pages do not overlap."""
+    return sorted(edges, key=lambda e: (e.created_at, e.id))
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,12 @@ class SearchSpec:
 def check_int(name: str, value: Json, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInput(f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
+def check_offset(value: Json) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput("offset must be a whole number, 0 or more")
     return value
 
 
@@ -284,38 +314,87 @@ class Recall:
         return out
 
     # -- get ----------------------------------------------------------------------------------------
-    def get(self, thought_id: str | None, include_edges: bool, as_of: str | None = None) -> Answer:
+    def get(
+        self,
+        thought_id: str | None,
+        include_edges: bool,
+        as_of: str | None = None,
+        page: NeighbourPage | None = None,
+    ) -> Answer:
         if as_of is not None:  # the thought as it was then
             if include_edges:
                 raise refuse_edges("include_edges")
             return self.at(as_of).get(thought_id, False)
+        page = page or NeighbourPage.of()
         entry = self.lookup.require(thought_id)
         thought = self.lookup.thought(entry)
         if not include_edges:
             return Answer.one("get", thought)
-        upstream = [self._neighbour(e, e.target_id) for e in self.lookup.edges.outgoing(thought.id)]
-        downstream = [self._neighbour(e, e.source_id) for e in self.lookup.edges.incoming(thought.id)]
-        extra: Row = {"upstream": [n for n in upstream if n], "downstream": [n for n in downstream if n]}
-        return Answer.one("get", WithColumns(thought, extra))
+        found = {
+            "upstream": self._alive(
+                (e, e.target_id, 1) for e in _in_order(self.lookup.edges.outgoing(thought.id))
+            ),
+            "downstream": self._alive(
+                (e, e.source_id, 1) for e in _in_order(self.lookup.edges.incoming(thought.id))
+            ),
+        }
+        neighbours, counts, warnings = self._paged(found, page, with_degree=False)
+        answer = Answer.one("get", WithColumns(thought, neighbours), **counts)
+        answer.warnings.extend(warnings)
+        return answer
 
-    def _neighbour(self, edge: Edge, other_id: str, degree: int | None = None) -> Row | None:
-        other = self.lookup.thought_by_id(other_id)
-        if other is None:
-            return None
-        out: Row = {"edge": edge.to_dict(), "thought": other}
-        if degree is not None:
-            out["degree"] = degree
+    def _alive(self, edges: Iterable[tuple[Edge, str, int]]) -> list[tuple[Edge, Entry, int]]:
+        """The edges whose other end is a thought (not forgotten), with its entry; no body read."""
+        out = []
+        for edge, other_id, degree in edges:
+            other = self.lookup.entry(other_id)
+            if other is not None and other.status != "deleted":
+                out.append((edge, other, degree))
         return out
 
+    def _paged(
+        self, found: dict[str, list[tuple[Edge, Entry, int]]], page: NeighbourPage, with_degree: bool
+    ) -> tuple[Row, dict[str, int], list[str]]:
+        """One page of each direction's neighbours, as rows ``{edge, thought[, degree]}``, with the
+        counts of the page and of each direction, and a warning for each direction the page cut.
+
+        A note a person made into a map of content links to thousands: every neighbour with its
+        text would make an answer of megabytes no agent can read, so the neighbours are paged like
+        a list (``limit``/``offset``), and the bodies are read for the page only."""
+        rows: Row = {}
+        counts = {"limit": page.limit, "offset": page.offset}
+        warnings: list[str] = []
+        for direction, every in found.items():
+            shown = every[page.offset : page.offset + page.limit]
+            thoughts = self.lookup.thoughts(entry for _e, entry, _d in shown)
+            listed: list[Payload] = []
+            for edge, entry, degree in shown:
+                row: Row = {"edge": edge.to_dict(), "thought": thoughts[self.lookup.id_of(entry)]}
+                if with_degree:
+                    row["degree"] = degree
+                listed.append(row)
+            rows[direction] = listed
+            counts[f"{direction}_total"], counts[f"{direction}_returned"] = len(every), len(shown)
+            if len(shown) < len(every):
+                after = page.offset + len(shown)
+                more = f"; the next page: offset {after}" if after < len(every) else ""
+                warnings.append(
+                    f"{direction}: neighbours {page.offset + 1 if shown else page.offset}-{after} "
+                    f"of {len(every)} (limit {page.limit}){more}"
+                )
+        return rows, counts, warnings
+
     # -- chain / context ------------------------------------------------------------------------------
-    def walk(self, start: str, max_degree: int, types: frozenset[str] | None) -> dict[str, list[Row]]:
+    def walk(
+        self, start: str, max_degree: int, types: frozenset[str] | None
+    ) -> dict[str, list[tuple[Edge, Entry, int]]]:
         """Breadth-first from ``start``: ``upstream`` follows the links a thought declares (what it
         builds on), ``downstream`` the links declared towards it; each thought once, nearest first."""
-        out: dict[str, list[Row]] = {}
+        out: dict[str, list[tuple[Edge, Entry, int]]] = {}
         for direction in ("upstream", "downstream"):
             seen = {start}
             frontier = [start]
-            rows: list[Row] = []
+            found: list[tuple[Edge, Entry, int]] = []
             for degree in range(1, max_degree + 1):
                 nxt: list[str] = []
                 for node in frontier:
@@ -324,39 +403,57 @@ class Recall:
                         if direction == "upstream"
                         else self.lookup.edges.incoming(node)
                     )
-                    for e in sorted(edges, key=lambda e: (e.created_at, e.id)):
+                    for e in _in_order(edges):
                         if types is not None and e.type not in types:
                             continue
                         other = e.target_id if direction == "upstream" else e.source_id
                         if other in seen:
                             continue
                         seen.add(other)
-                        row = self._neighbour(e, other, degree)
-                        if row is not None:
-                            rows.append(row)
+                        alive = self._alive([(e, other, degree)])
+                        if alive:
+                            found.extend(alive)
                             nxt.append(other)
                 frontier = nxt
                 if not frontier:
                     break
-            out[direction] = rows
+            out[direction] = found
         return out
 
-    def chain(self, thought_id: str | None, max_degree: int) -> Answer:
+    def _walked(
+        self,
+        action: str,
+        thought: Thought,
+        max_degree: int,
+        types: frozenset[str] | None,
+        page: NeighbourPage,
+    ) -> Answer:
+        rows, counts, warnings = self._paged(self.walk(thought.id, max_degree, types), page, with_degree=True)
+        item: Row = {"thought": thought, **rows} if action == "chain" else {"thought": thought, "chain": rows}
+        answer = Answer.one(action, item, **counts)
+        answer.warnings.extend(warnings)
+        return answer
+
+    def chain(self, thought_id: str | None, max_degree: int, page: NeighbourPage | None = None) -> Answer:
         check_int("max_degree", max_degree, 1, MAX_DEGREE)
         entry = self.lookup.require(thought_id)
         thought = self.lookup.thought(entry)
-        walked = self.walk(thought.id, max_degree, CHAIN_TYPES)
-        return Answer.one("chain", {"thought": thought, **walked})
+        return self._walked("chain", thought, max_degree, CHAIN_TYPES, page or NeighbourPage.of())
 
-    def context(self, spec: SearchSpec | None, thought_id: str | None, max_degree: int) -> Answer:
+    def context(
+        self,
+        spec: SearchSpec | None,
+        thought_id: str | None,
+        max_degree: int,
+        page: NeighbourPage | None = None,
+    ) -> Answer:
         """A thought (by id, or the best match of a query) and its neighbourhood. The query asks
         for the single best match, so the noise gate stays off."""
         check_int("max_degree", max_degree, 1, MAX_DEGREE)
+        page = page or NeighbourPage.of()
         if thought_id:
             thought = self.lookup.thought(self.lookup.require(thought_id))
-            return Answer.one(
-                "context", {"thought": thought, "chain": self.walk(thought.id, max_degree, None)}
-            )
+            return self._walked("context", thought, max_degree, None, page)
         if spec is None or not spec.query:
             raise InvalidInput("context needs a query (best match + its neighbourhood) or a thought_id")
         spec = dataclasses.replace(spec, min_relevance=0.0, limit=DEFAULT_SEARCH_LIMIT)
@@ -367,8 +464,8 @@ class Recall:
             answer.reason = "no_match"
             answer.degraded, answer.warnings = found.degraded, found.warnings
             return answer
-        answer = Answer.one("context", {"thought": best, "chain": self.walk(best.id, max_degree, None)})
-        answer.degraded, answer.warnings = found.degraded, found.warnings
+        answer = self._walked("context", best, max_degree, None, page)
+        answer.degraded, answer.warnings = found.degraded, [*found.warnings, *answer.warnings]
         return answer
 
     # -- list -----------------------------------------------------------------------------------------
@@ -382,8 +479,7 @@ class Recall:
         offset: int,
     ) -> Answer:
         check_int("limit", limit, 1, MAX_LIST_LIMIT)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset must be a whole number, 0 or more")
+        check_offset(offset)
         rows = [
             e for e in self.ctx.catalog.entries()
             if e.status in statuses
