@@ -169,3 +169,25 @@ def test_a_note_edited_while_nothing_ran_is_found_whatever_the_catalog_cache_hol
     assert "otter" in _snippet_of(vault, "otter weir", "weir-birds")
     assert cache.read_bytes() != raw and cache.read_bytes()[:16] == raw[:16]  # rebuilt, same format
     assert "otter" in _snippet_of(vault, "otter weir", "weir-birds")
+
+
+def test_a_command_that_changes_nothing_leaves_the_catalog_cache_as_it_was(vault: Path) -> None:
+    """Every command saved the catalog cache at its close, changed or not (0.36 s at 100k notes);
+    now only a command whose catalog changed writes it, and one whose cache was deleted while it
+    ran (the state directory is derived) writes it again."""
+    added = vaultmem(vault, "append", "--kind", "reference", "--title", "Lock keeper", "--json",
+                     "The lock keeper opens the gates at six.")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    cache = vault / ".vaultmem" / "catalog.cache"
+    before = cache.stat()
+    assert "gates" in _snippet_of(vault, "lock keeper gates", "lock-keeper")
+    assert vaultmem(vault, "doctor").returncode == 0
+    after = cache.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
+    again = vaultmem(vault, "append", "--kind", "reference", "--title", "Weir keeper", "--json",
+                     "The weir keeper clears the grid on Mondays.")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert cache.stat().st_ino != before.st_ino  # a write changes the catalog: saved (atomically)
+    cache.unlink()
+    assert "grid" in _snippet_of(vault, "weir keeper grid", "weir-keeper")
+    assert cache.is_file()  # the scan found no cache, read the vault, and saved it

@@ -438,7 +438,7 @@ class VaultWriter:
             self.commits.flush()
         finally:
             self.commits.close()
-            self.catalog.save_cache()
+            self.catalog.save_cache(unless_saved=True)
             if self._gen_fd is not None:
                 os.close(self._gen_fd)
                 self._gen_fd = None
