@@ -23,6 +23,7 @@ from vaultmem.notes.links import name_key
 from vaultmem.notes.model import Note, note_from_text
 from vaultmem.vault.catalog_cache import load_entries, save_entries
 from vaultmem.vault.entry import Entry
+from vaultmem.vault.gone import GoneNotes
 from vaultmem.vault.layout import (
     VaultLayout,
     bad_name_reason,
@@ -107,6 +108,7 @@ class Catalog:
         #: not UTF-8, a named pipe, a socket, a device). Reported by doctor and health.
         self.skipped: dict[str, str] = {}
         self._cache_file = layout.state_dir / "catalog.cache"
+        self._gone = GoneNotes(layout.state_dir / "gone-ids")  # the ids of renamed person's notes
         self._quiet_delay: float | None = None  # save_when_quiet
         self._save_due = 0.0
         self._saver: threading.Thread | None = None
@@ -147,6 +149,10 @@ class Catalog:
                     self.refresh(rel)
                 elif rel in same:
                     rest[rel] = entry
+            walked = same.union(changed)
+            for rel, entry in cached.items():
+                if rel not in walked:  # deleted or renamed while nothing ran
+                    self._gone.went(entry)
             fresh = sorted(r for r in changed if r not in cached)
             for rel in fresh:
                 parsed += 1
@@ -234,7 +240,7 @@ class Catalog:
             return entry
 
     def _read(self, rel: str) -> Entry | None:
-        self._remove(rel)
+        old = self._remove(rel)
         self._no_problem(rel)
         self.skipped.pop(shown(rel), None)
         reason = bad_name_reason(rel)
@@ -245,6 +251,7 @@ class Catalog:
         try:
             st = full.stat()
         except OSError:
+            self._gone.went(old)
             return None
         reason = not_a_file_reason(rel, st.st_mode)
         if reason is not None:  # a pipe or socket: never opened (a read could block forever)
@@ -274,7 +281,7 @@ class Catalog:
     def forget_path(self, rel: str) -> None:
         with self._lock:
             held = self._id_held_by(rel)
-            self._remove(rel)
+            self._gone.went(self._remove(rel))
             self._no_problem(rel)
             self.skipped.pop(shown(rel), None)
             self._hand_on(held)
@@ -389,10 +396,10 @@ class Catalog:
         except MalformedNote:
             return True
 
-    def _remove(self, rel: str) -> None:
+    def _remove(self, rel: str) -> Entry | None:
         entry = self._by_path.pop(rel, None)
         if entry is None:
-            return
+            return None
         if entry.id and self._by_id.get(entry.id) == rel:
             del self._by_id[entry.id]
         self._by_fp.discard(entry.fingerprint, rel)
@@ -410,6 +417,7 @@ class Catalog:
             self._days[day] -= 1
             if self._days[day] <= 0:
                 del self._days[day]
+        return entry
 
     # -- questions --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -447,7 +455,7 @@ class Catalog:
                     continue  # indexed under its own id, which is not the one wanted
             if derived_id(candidate.path) == wanted:
                 return candidate
-        return None
+        return self._gone.successor(wanted, self.with_fingerprint)  # its file renamed since
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         """The note a key names; of several (each machine wrote one before they met), the first by
@@ -558,6 +566,7 @@ class Catalog:
             holders = set(self._by_id.values())
             entries = sorted(self._by_path.values(), key=lambda e: e.path not in holders)
             self._unsaved = False
+            self._gone.save()
         save_entries(self._cache_file, entries)
 
 

@@ -1,0 +1,119 @@
+"""A person renames or moves their notes (found by the lead playing a person tidying an adopted vault
+in Obsidian, 2026-12-04).
+
+A note without an ``id`` key is answered under an id derived from its path, so a rename gave it a
+new id, and every id a tool had answered before named nothing: `get`, `update` and `link` of it were
+404s, whatever an agent had kept. Now the id it was answered under still finds it, while the daemon
+runs, after a restart, and for a rename made while nothing ran; two files of the same bytes (copies,
+notes of one template) answer nothing rather than a guess.
+
+Through `vaultmem serve` and an MCP client, the files renamed on disk as Obsidian and a file manager do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from _support import ServeProcess, persons_vault
+from mcp_harness import mcp_client
+
+KETTLE = b"# Kettle\n\nkettlemarker: descale it monthly with citric acid.\n"
+TEMPLATE = b"# Weekly review\n\ntemplatemarker: what went well, what did not.\n"
+FILES = {
+    "Kettle.md": KETTLE,
+    "Journal/Boiling.md": b"Boiled water in the [[Kettle]].\n",
+    "Templates/Review A.md": TEMPLATE,
+    "Templates/Review B.md": TEMPLATE,
+}
+
+
+class Session:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def answer(self, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
+        result = await self.client.call_tool(tool, arguments)
+        got = dict(result.structured_content or {})
+        return bool(result.is_error), got.get("result", got)
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        failed, got = await self.answer(tool, **arguments)
+        assert not failed, got
+        return got
+
+    async def id_of(self, marker: str) -> list[str]:
+        found = await self.call("memory_search", query=marker, limit=5)
+        return [hit["id"] for hit in found["results"]]
+
+    async def by_slug(self, marker: str) -> dict[str, str]:
+        found = await self.call("memory_search", query=marker, limit=5)
+        return {hit["slug"]: hit["id"] for hit in found["results"]}
+
+
+def serve(server: ServeProcess, session: Any) -> None:
+    async def run() -> None:
+        async with mcp_client(server.url, server.token) as client:
+            await session(Session(client))
+
+    try:
+        asyncio.run(run())
+    finally:
+        server.stop()
+
+
+def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_path: Path) -> None:
+    vault = persons_vault(tmp_path, FILES)
+    config = tmp_path / "config"
+    ids: dict[str, str] = {}
+
+    async def while_running(s: Session) -> None:
+        (ids["kettle"],) = await s.id_of("kettlemarker")
+        reviews = await s.by_slug("templatemarker")
+        ids["review a"], ids["review b"] = reviews["Review A"], reviews["Review B"]
+        (vault / "Appliances").mkdir()
+        os.rename(vault / "Kettle.md", vault / "Appliances" / "Kettle.md")  # a move in Obsidian
+        os.rename(vault / "Templates/Review A.md", vault / "Templates/Review old.md")
+
+        async def moved() -> bool:
+            reviews = await s.by_slug("templatemarker")
+            return await s.id_of("kettlemarker") != [ids["kettle"]] and "Review old" in reviews
+
+        deadline = asyncio.get_running_loop().time() + 20
+        while not await moved():
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the move"
+            await asyncio.sleep(0.1)
+        (ids["kettle now"],) = await s.id_of("kettlemarker")
+        got = await s.call("memory_recall", action="get", thought_id=ids["kettle"])
+        assert got["item"]["id"] == ids["kettle now"]  # the note, under the id it has now
+        assert "descale it monthly" in got["item"]["content"]
+        made = await s.call("memory_store", action="create", content="The office kettle needs a filter")
+        linked = await s.call(
+            "memory_store", action="link", source_id=made["item"]["id"], target_id=ids["kettle"]
+        )
+        assert linked["item"]["target_id"] == ids["kettle now"]
+        # two files held those bytes: the old id of one of them names nothing, rather than a guess
+        failed, refused = await s.answer("memory_recall", action="get", thought_id=ids["review a"])
+        assert failed and "no thought has id" in str(refused), refused
+
+    serve(ServeProcess(vault, config), while_running)
+    # moved again while nothing ran (a file manager, a sync client), then a start
+    (vault / "Kitchen").mkdir()
+    os.rename(vault / "Appliances" / "Kettle.md", vault / "Kitchen" / "Kettle.md")
+
+    async def after_restart(s: Session) -> None:
+        (now,) = await s.id_of("kettlemarker")
+        assert now not in (ids["kettle"], ids["kettle now"])
+        for old in (ids["kettle"], ids["kettle now"]):
+            got = await s.call("memory_recall", action="get", thought_id=old, include_edges=True)
+            assert got["item"]["id"] == now
+            assert [d["edge"]["type"] for d in got["item"]["downstream"]].count("related") == 1
+        kept = await s.call("memory_recall", action="get", thought_id=ids["review b"])
+        assert kept["item"]["id"] == ids["review b"]
+
+    serve(ServeProcess(vault, config), after_restart)
+    assert (vault / "Kitchen" / "Kettle.md").read_bytes() == KETTLE  # the person's files untouched
+    assert (vault / "Templates/Review old.md").read_bytes() == TEMPLATE
+    assert (vault / "Journal/Boiling.md").read_bytes() == FILES["Journal/Boiling.md"]

@@ -1,0 +1,65 @@
+"""``vault/gone.py``: the ids a person's notes had before a rename (derived state)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vaultmem.notes.ids import derived_id
+from vaultmem.vault import gone
+from vaultmem.vault.entry import Entry
+from vaultmem.vault.gone import GoneNotes
+
+BASE = Entry(
+    path="Kettle.md", id=None, title="Kettle", kind="reference", status="active", project=None, tags=(),
+    created=None, updated=None, fingerprint="fp-kettle", content_hash="h-kettle", source_id=None,
+    source_url=None, always_load=False, links=(), mtime_ns=1, size=200,
+)  # fmt: skip
+
+
+def note(path: str, **changes: object) -> Entry:
+    return BASE._replace(path=path, **changes)  # type: ignore[arg-type]
+
+
+def test_a_gone_note_answers_the_one_note_of_its_bytes_under_another_name(tmp_path: Path) -> None:
+    notes = GoneNotes(tmp_path / "gone-ids")
+    notes.went(note("Kettle.md"))
+    notes.went(note("Appliances/Kettle.md"))  # moved twice: both old ids find the note
+    now = note("Kitchen/Kettle.md")
+    for old in ("Kettle.md", "Appliances/Kettle.md"):
+        assert notes.successor(derived_id(old), lambda fp: [now] if fp == "fp-kettle" else []) == now
+    edited = note("Kitchen/Kettle.md", content_hash="h-edited")  # same words once normalised, other bytes
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [edited]) is None
+    twin = note("Spare kettle.md")
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [now, twin]) is None  # no guessing
+    with_id = note("Kitchen/Kettle.md", id="01a2b3c4-0000-7000-8000-000000000000")
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [with_id]) is None  # vaultmem's own
+    assert notes.successor(derived_id("Other.md"), lambda _fp: [now]) is None  # never gone
+
+
+def test_only_a_persons_notes_of_some_size_are_remembered_and_the_newest_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = GoneNotes(tmp_path / "gone-ids")
+    notes.went(note("Empty.md", size=gone.MIN_SIZE - 1))
+    notes.went(note("Mine.md", id="01a2b3c4-0000-7000-8000-000000000000"))
+    notes.went(None)
+    assert notes.successor(derived_id("Empty.md"), lambda _fp: [note("New.md")]) is None
+    assert notes.successor(derived_id("Mine.md"), lambda _fp: [note("New.md")]) is None
+    monkeypatch.setattr(gone, "KEPT", 3)
+    for i in range(5):
+        notes.went(note(f"n{i}.md"))
+    found = [i for i in range(5) if notes.successor(derived_id(f"n{i}.md"), lambda _fp: [note("x.md")])]
+    assert found == [2, 3, 4]
+
+
+def test_the_record_survives_a_restart_and_a_damaged_file_is_begun_afresh(tmp_path: Path) -> None:
+    file = tmp_path / "gone-ids"
+    notes = GoneNotes(file)
+    notes.went(note("Kettle.md"))
+    notes.save()
+    now = note("Kitchen/Kettle.md")
+    assert GoneNotes(file).successor(derived_id("Kettle.md"), lambda _fp: [now]) == now
+    file.write_bytes(file.read_bytes()[:-5])
+    assert GoneNotes(file).successor(derived_id("Kettle.md"), lambda _fp: [now]) is None
