@@ -66,7 +66,7 @@ def test_a_start_that_cannot_take_the_write_lock_fails_cleanly_and_the_next_find
         memory.reconcile()
         note_id = memory.append("The staging database listens on port 6543.", "reference")["id"]
     settings = Settings.resolve(vault, durable=False, write_lock_timeout=0.5)
-    with _lock_held(settings.state_dir / "write.lock"):
+    with _lock_held(vault / ".git" / "vaultmem-write.lock"):
         before = _threads()
         with pytest.raises(VaultBusy, match="another vaultmem process"):
             Memory(settings, embedder=FakeEmbedder())
@@ -103,7 +103,7 @@ def test_a_cli_command_that_cannot_take_the_write_lock_says_so_and_exits(vault: 
     cli = [str(Path(sys.executable).with_name("vaultmem")), "--vault", str(vault)]
     env = {**os.environ, "VAULTMEM_EMBEDDER": "fake"}
     assert subprocess.run([*cli, "reindex"], env=env, capture_output=True, timeout=120).returncode == 0
-    with _lock_held(Settings.resolve(vault).state_dir / "write.lock"):
+    with _lock_held(vault / ".git" / "vaultmem-write.lock"):
         busy = subprocess.run(
             [*cli, "search", "anything"], env=env, capture_output=True, text=True, timeout=60
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 from conftest import OpenService, git, note_files, set_cap
+from layers import parts
 from mcp import Client, StdioServerParameters
 from mcp_harness import fake_stdio_command, mcp_client, running_daemon, stdio_env, structured
 
@@ -145,3 +146,37 @@ def test_a_cli_write_after_the_state_directory_was_deleted_is_seen_by_the_next_w
     retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key="glaze-1")
     assert retried["id"] == written["id"]
     assert len([p for p in note_files(vault) if "glaze" in p.name]) == 1
+
+
+def test_a_cli_write_with_another_state_dir_is_seen_by_the_next_write(
+    open_service: OpenService, tmp_path: Path
+) -> None:
+    """docs/sync.md keeps the state directory outside a synced folder (`VAULTMEM_STATE_DIR`); a
+    shell without that variable runs its command with the default one. The write lock and the
+    write marker lived in the state directory, so the two processes took different locks and never
+    saw each other's writes: a retry of the CLI's idempotency key through the open process wrote a
+    second note. They live in the git directory now, one per repository. And the state directory
+    deleted while a process holds the lock leaves the lock held."""
+    service = open_service(state_dir=str(tmp_path / "elsewhere"))
+    service.append("The kiln fires at cone six.", "reference")
+    vault = service.settings.vault
+    done = subprocess.run(
+        [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--idempotency-key", "glaze-2",
+         "--json", "Glazes mature at cone ten."],
+        capture_output=True, text=True, env=stdio_env(), timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (vault / ".vaultmem").is_dir()  # the CLI's own state directory, not the service's
+    written = json.loads(done.stdout)
+    retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key="glaze-2")
+    assert retried["id"] == written["id"]
+    assert len([p for p in note_files(vault) if "glaze" in p.name]) == 1
+    shutil.rmtree(tmp_path / "elsewhere")
+    (vault / "vaultmem.yaml").write_text("write_lock_timeout: 0.5\n", encoding="utf-8")
+    with parts(service).writer.exclusive():  # the service holds the write lock ...
+        busy = subprocess.run(
+            [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--json", "Cone 6 is 1222 C."],
+            capture_output=True, text=True, timeout=120, check=False,
+            env=stdio_env(VAULTMEM_STATE_DIR=str(tmp_path / "elsewhere")),
+        )  # fmt: skip
+    assert busy.returncode != 0 and "another vaultmem process" in busy.stderr, busy  # ... still

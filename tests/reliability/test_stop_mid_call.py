@@ -62,7 +62,7 @@ def test_sigterm_during_a_long_bulk_create_still_answers_the_call(tmp_path: Path
         except BaseException as exc:  # reported by the assertion below
             answer["error"] = exc
 
-    lock_file = vault / ".vaultmem" / "write.lock"
+    lock_file = vault / ".git" / "vaultmem-write.lock"
     client = threading.Thread(target=call)
     try:
         with ProcessLock(lock_file):

@@ -45,6 +45,9 @@ STAGE_THREADS = 16
 #: Notes named one per line in a batch commit message before it summarises the rest.
 MESSAGE_LINES = 2000
 _GENERATION_BYTES = 64
+#: In the git directory: the cross-process write lock, and the marker every write bumps under it.
+WRITE_LOCK = "vaultmem-write.lock"
+WRITE_GENERATION = "vaultmem-write.generation"
 
 
 class NoteListener(Protocol):
@@ -90,9 +93,12 @@ class VaultWriter:
         self.store = store
         self.lock_timeout = lock_timeout
         # Decisions serialise on the thread lock; the process lock keeps other vaultmem processes
-        # out from a decision until its file is in place.
+        # out from a decision until its file is in place. It lives in the git directory, one per
+        # repository, as the commit gate does: every process on the vault takes the same lock
+        # whatever state directory it was given, and deleting the state directory (derived) never
+        # leaves a holder locking a deleted file while another process locks the new one.
         self._lock = threading.RLock()
-        self._process_lock = ProcessLock(layout.state_dir / "write.lock", lock_timeout)
+        self._process_lock = ProcessLock(repo.git_dir / WRITE_LOCK, lock_timeout)
         self._inflight: dict[WriteKey, threading.Event] = {}
         self._listeners: list[NoteListener] = []
         #: The commit queue: one thread commits, grouping what queued meanwhile.
@@ -107,7 +113,7 @@ class VaultWriter:
         self.commits.gate = self._gate.shared
         # Bumped under the process lock by every write of every vaultmem process on this vault: a
         # value other than the last one seen means another process wrote, so rescan the catalog.
-        self._generation_file = layout.state_dir / "write.generation"
+        self._generation_file = repo.git_dir / WRITE_GENERATION  # beside the lock it is read under
         self._generation = ""
         self._gen_fd: int | None = None
         layout.state_dir.mkdir(parents=True, exist_ok=True)
