@@ -15,7 +15,7 @@ from tests.conftest import git
 from tests.sync_harness import Cluster, Machine, fsck, notes_with_markers, status, tree
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.memory import Memory
+from vaultmem.memory import Memory, NewThought
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.links import LinkTarget, add_link
 from vaultmem.notes.model import note_from_text
@@ -452,3 +452,42 @@ def test_one_pair_linked_with_two_types_on_two_machines_keeps_one_edge_after_the
     assert len(copies) == 1
     conflict = meta(laptop, copies[0])["conflict"]
     assert conflict["lost_fields"] == {"supports": [f"[[{contested['slug']}]]"]}  # type: ignore[index]
+
+
+def test_a_project_both_machines_created_before_they_met_answers_both_machines_folders(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Each machine registered its checkout of one project (`memory_manage create`) before they
+    met: one name, so one folder and one project.yaml, with each machine's own id and code path.
+    Merged as lines, one side was kept whole and the other became a conflict copy: the other
+    machine's folder matched no project, and its agents' writes landed without one. Now the file
+    is merged key by key: both folders, the older id, the other id still accepted."""
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    here, there = tmp_path / "code" / "shop", tmp_path / "src" / "shop"
+    made = {}
+    for machine, folder in ((laptop, here), (desktop, there)):
+        folder.mkdir(parents=True)
+        service = machine.service()
+        made[machine.name] = service.create_project("shop", str(folder)).item["id"]  # type: ignore[index]
+        machine.close()
+    laptop.sync()
+    desktop.sync()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop)
+    assert not [p for p in tree(desktop) if ".conflict-" in p]
+    for machine, folder in ((laptop, here), (desktop, there)):
+        service = machine.service()
+        (project,) = service.list_projects().items
+        assert project["id"] == min(made.values())  # type: ignore[index]
+        assert sorted(project["code_paths"]) == sorted([str(here), str(there)])  # type: ignore[index]
+        assert service.resolve_project(str(folder / "src")).item["name"] == "shop"  # type: ignore[index]
+        written = service.create_thought(NewThought(content="Deploys go out on Tuesdays."), cwd=str(folder))
+        assert written.item.project == "shop" and not written.scope.warnings  # type: ignore[union-attr]
+        for project_id in made.values():  # either machine's id names the one project
+            service.update_project(project_id, description=f"the shop, from {machine.name}")
+        machine.close()
+    laptop.sync()
+    desktop.sync()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop)

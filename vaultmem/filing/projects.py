@@ -53,6 +53,9 @@ class Project:
     description: str | None
     #: project.yaml's ``id`` when it has one, else :func:`project_id_for` of the folder name.
     id: str = ""
+    #: The ids of the same project another machine created before they met (``merged_ids``:
+    #: ``notes/project_merge.py``), still accepted wherever a project id is.
+    merged_ids: tuple[str, ...] = ()
 
 
 class ProjectRegistry:
@@ -95,7 +98,10 @@ class ProjectRegistry:
 
     def by_id(self, contract: Contract, project_id: str) -> Project | None:
         wanted = project_id.strip().lower()
-        return next((p for p in self.projects(contract) if p.id.lower() == wanted), None)
+        for project in self.projects(contract):
+            if wanted == project.id.lower() or wanted in (m.lower() for m in project.merged_ids):
+                return project
+        return None
 
     def by_name(self, contract: Contract, name: str) -> Project | None:
         """The registered project whose display name (or folder) is ``name``, case-insensitively."""
@@ -128,6 +134,10 @@ def _normal(path: str) -> Path:
     """``path`` with ``~`` expanded and ``.``/``..`` folded, so ``/code/shop/../other`` is not
     inside ``/code/shop``."""
     return Path(os.path.normpath(Path(path).expanduser()))
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 def _mtime(path: Path) -> int:
@@ -166,6 +176,7 @@ def _read_all(files: list[Path]) -> tuple[list[Project], dict[str, str]]:
                 id=str(given_id)
                 if isinstance(given_id, str | int) and str(given_id).strip()
                 else project_id_for(file.parent.name),
+                merged_ids=tuple(m for m in _listed(data.get("merged_ids")) if isinstance(m, str)),
             )
         )
     return projects, problems

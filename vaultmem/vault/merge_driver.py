@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vaultmem.notes.merge import NoteMerge, conflict_file, merge_note, merge_text
+from vaultmem.notes.project_merge import is_project_file, merge_project
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.history import GitRepo
 
@@ -85,8 +86,11 @@ def record_of(path: str, merge: NoteMerge) -> MergeRecord:
 
 
 def merge_file(path: str, base: bytes, ours: bytes, theirs: bytes) -> NoteMerge:
-    """Merge one file of the vault: a note field by field, anything else as lines."""
-    return merge_note(base, ours, theirs) if path.endswith(".md") else merge_text(base, ours, theirs)
+    """Merge one file of the vault: a note field by field, a project's file key by key, anything
+    else as lines."""
+    if path.endswith(".md"):
+        return merge_note(base, ours, theirs)
+    return merge_project(base, ours, theirs) if is_project_file(path) else merge_text(base, ours, theirs)
 
 
 # -- records ----------------------------------------------------------------------------------------
