@@ -82,6 +82,8 @@ async def _session(server: ServeProcess) -> None:
         assert await page(0) == pages[0]  # the same order on every call
         assert await page(125, limit=10) == pages[2][25:]
         assert await page(500) == []
+        past = await call(action="get", thought_id=moc, include_edges=True, offset=500)
+        assert "upstream: no neighbours from offset 500; there are 130" in past["meta"]["warnings"]
 
         context = await call(action="context", thought_id=moc, limit=5)
         assert context["meta"]["counts"]["upstream_total"] == TOPICS

@@ -375,12 +375,16 @@ class Recall:
                 listed.append(row)
             rows[direction] = listed
             counts[f"{direction}_total"], counts[f"{direction}_returned"] = len(every), len(shown)
-            if len(shown) < len(every):
+            if shown and len(shown) < len(every):
                 after = page.offset + len(shown)
                 more = f"; the next page: offset {after}" if after < len(every) else ""
                 warnings.append(
-                    f"{direction}: neighbours {page.offset + 1 if shown else page.offset}-{after} "
-                    f"of {len(every)} (limit {page.limit}){more}"
+                    f"{direction}: neighbours {page.offset + 1}-{after} of {len(every)} "
+                    f"(limit {page.limit}){more}"
+                )
+            elif every and not shown:
+                warnings.append(
+                    f"{direction}: no neighbours from offset {page.offset}; there are {len(every)}"
                 )
         return rows, counts, warnings
 
