@@ -136,14 +136,20 @@ def test_a_cli_write_after_the_state_directory_was_deleted_is_seen_by_the_next_w
     service.append("The kiln fires at cone six.", "reference")
     vault = service.settings.vault
     shutil.rmtree(vault / ".vaultmem")
+    _the_cli_and_the_service_write_one_note(service, vault, "glaze-1")
+
+
+def _the_cli_and_the_service_write_one_note(service: Any, vault: Path, key: str) -> None:
+    """`vaultmem append` with the idempotency key ``key``, then the same write through ``service``:
+    one note, the CLI's."""
     done = subprocess.run(
-        [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--idempotency-key", "glaze-1",
+        [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--idempotency-key", key,
          "--json", "Glazes mature at cone ten."],
         capture_output=True, text=True, env=stdio_env(), timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     written = json.loads(done.stdout)
-    retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key="glaze-1")
+    retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key=key)
     assert retried["id"] == written["id"]
     assert len([p for p in note_files(vault) if "glaze" in p.name]) == 1
 
@@ -160,17 +166,8 @@ def test_a_cli_write_with_another_state_dir_is_seen_by_the_next_write(
     service = open_service(state_dir=str(tmp_path / "elsewhere"))
     service.append("The kiln fires at cone six.", "reference")
     vault = service.settings.vault
-    done = subprocess.run(
-        [VAULTMEM, "--vault", str(vault), "append", "--kind", "reference", "--idempotency-key", "glaze-2",
-         "--json", "Glazes mature at cone ten."],
-        capture_output=True, text=True, env=stdio_env(), timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _the_cli_and_the_service_write_one_note(service, vault, "glaze-2")
     assert (vault / ".vaultmem").is_dir()  # the CLI's own state directory, not the service's
-    written = json.loads(done.stdout)
-    retried = service.append("Glazes mature at cone ten.", "reference", idempotency_key="glaze-2")
-    assert retried["id"] == written["id"]
-    assert len([p for p in note_files(vault) if "glaze" in p.name]) == 1
     shutil.rmtree(tmp_path / "elsewhere")
     (vault / "vaultmem.yaml").write_text("write_lock_timeout: 0.5\n", encoding="utf-8")
     with parts(service).writer.exclusive():  # the service holds the write lock ...
