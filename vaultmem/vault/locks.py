@@ -23,9 +23,13 @@ class ProcessLock:
     fsyncs meanwhile and serialise their decisions on a separate thread lock.
     """
 
-    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+    def __init__(self, path: Path, timeout: float = 30.0, *, fallback: Path | None = None) -> None:
         self.path = path
         self.timeout = timeout
+        #: Where the lock is taken when ``path`` cannot be created (its folder read-only: a vault on
+        #: a read-only mount whose state directory is elsewhere), so a write still fails with what
+        #: the vault says, not with the lock file's error.
+        self.fallback = fallback
         self._mutex = threading.Lock()
         self._count = 0
         self._fd: int | None = None
@@ -33,7 +37,12 @@ class ProcessLock:
     def acquire(self) -> None:
         with self._mutex:
             if self._count == 0:
-                self._fd = _flock(self.path, self.timeout)
+                try:
+                    self._fd = _flock(self.path, self.timeout)
+                except OSError:
+                    if self.fallback is None:
+                        raise
+                    self._fd = _flock(self.fallback, self.timeout)
             self._count += 1
 
     def release(self) -> None:

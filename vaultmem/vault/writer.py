@@ -98,7 +98,9 @@ class VaultWriter:
         # whatever state directory it was given, and deleting the state directory (derived) never
         # leaves a holder locking a deleted file while another process locks the new one.
         self._lock = threading.RLock()
-        self._process_lock = ProcessLock(repo.git_dir / WRITE_LOCK, lock_timeout)
+        self._process_lock = ProcessLock(
+            repo.git_dir / WRITE_LOCK, lock_timeout, fallback=layout.state_dir / "write.lock"
+        )
         self._inflight: dict[WriteKey, threading.Event] = {}
         self._listeners: list[NoteListener] = []
         #: The commit queue: one thread commits, grouping what queued meanwhile.
