@@ -31,7 +31,10 @@ def test_a_gone_note_answers_the_one_note_of_its_bytes_under_another_name(tmp_pa
         assert notes.successor(derived_id(old), lambda fp: [now] if fp == "fp-kettle" else []) == now
     edited = note("Kitchen/Kettle.md", content_hash="h-edited")  # same words once normalised, other bytes
     assert notes.successor(derived_id("Kettle.md"), lambda _fp: [edited]) is None
-    twin = note("Spare kettle.md")
+    copy = note("Spare kettle.md", mtime_ns=2)  # the same bytes, written at another time
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [now, copy]) == now
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [copy]) is None  # a twin, not the note
+    twin = note("Spare kettle.md")  # `cp -p`: bytes and time alike
     assert notes.successor(derived_id("Kettle.md"), lambda _fp: [now, twin]) is None  # no guessing
     with_id = note("Kitchen/Kettle.md", id="01a2b3c4-0000-7000-8000-000000000000")
     assert notes.successor(derived_id("Kettle.md"), lambda _fp: [with_id]) is None  # vaultmem's own

@@ -4,8 +4,9 @@ in Obsidian, 2026-12-04).
 A note without an ``id`` key is answered under an id derived from its path, so a rename gave it a
 new id, and every id a tool had answered before named nothing: `get`, `update` and `link` of it were
 404s, whatever an agent had kept. Now the id it was answered under still finds it, while the daemon
-runs, after a restart, and for a rename made while nothing ran; two files of the same bytes (copies,
-notes of one template) answer nothing rather than a guess.
+runs, after a restart, and for a rename made while nothing ran. A rename keeps the file's bytes and
+its modification time, which is how the renamed note is told from a twin of the same bytes (a note
+of one template): a deleted note's twin never takes its id.
 
 Through `vaultmem serve` and an MCP client, the files renamed on disk as Obsidian and a file manager do.
 """
@@ -66,6 +67,7 @@ def serve(server: ServeProcess, session: Any) -> None:
 
 def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_path: Path) -> None:
     vault = persons_vault(tmp_path, FILES)
+    os.utime(vault / "Templates/Review B.md", ns=(10**18, 10**18))  # the two reviews saved apart
     config = tmp_path / "config"
     ids: dict[str, str] = {}
 
@@ -94,8 +96,16 @@ def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_pa
             "memory_store", action="link", source_id=made["item"]["id"], target_id=ids["kettle"]
         )
         assert linked["item"]["target_id"] == ids["kettle now"]
-        # two files held those bytes: the old id of one of them names nothing, rather than a guess
-        failed, refused = await s.answer("memory_recall", action="get", thought_id=ids["review a"])
+        # two files hold those bytes: the renamed one is told from its twin by its time
+        renamed = await s.call("memory_recall", action="get", thought_id=ids["review a"])
+        assert renamed["item"]["id"] == (await s.by_slug("templatemarker"))["Review old"]
+        # and a deleted note's twin never takes its id
+        (vault / "Templates/Review B.md").unlink()
+        deadline = asyncio.get_running_loop().time() + 20
+        while "Review B" in await s.by_slug("templatemarker"):
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the deletion"
+            await asyncio.sleep(0.1)
+        failed, refused = await s.answer("memory_recall", action="get", thought_id=ids["review b"])
         assert failed and "no thought has id" in str(refused), refused
 
     serve(ServeProcess(vault, config), while_running)
@@ -110,8 +120,6 @@ def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_pa
             got = await s.call("memory_recall", action="get", thought_id=old, include_edges=True)
             assert got["item"]["id"] == now
             assert [d["edge"]["type"] for d in got["item"]["downstream"]].count("related") == 1
-        kept = await s.call("memory_recall", action="get", thought_id=ids["review b"])
-        assert kept["item"]["id"] == ids["review b"]
 
     serve(ServeProcess(vault, config), after_restart)
     assert (vault / "Kitchen" / "Kettle.md").read_bytes() == KETTLE  # the person's files untouched

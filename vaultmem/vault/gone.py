@@ -4,10 +4,12 @@ A note without an ``id`` key (a person's, which vaultmem never adds one to) is a
 derived from its path (``notes/ids.derived_id``). Renaming or moving it, in Obsidian, a file manager
 or while nothing ran, gives it a new one, and every id a tool had answered for it before (kept in an
 agent's context, in its own notes, in a script) would then name nothing. So the catalog records the
-notes whose file went: the id each was answered under, with what its file held. An id that names no
-note now is looked up here, and answers the one note without an ``id`` key whose file holds the same
-bytes under another name. Two such files (copies, or notes from one template), or a file edited in
-the same breath as its rename, answer nothing: a guess would hand the id to the wrong note.
+notes whose file went: the id each was answered under, with what its file held and its modification
+time. An id that names no note now is looked up here, and answers the one note without an ``id`` key
+holding the same bytes, with the same modification time, under another name: a rename keeps both (a
+copy gets a time of its own, so a twin of a deleted note never takes its id). A file edited in the
+same breath as its rename, or written anew by a merge, answers nothing: a guess would hand the id to
+the wrong note.
 
 Derived state, saved beside the catalog cache (``<state>/gone-ids``): deleting the state directory
 forgets the old ids, nothing else. The newest :data:`KEPT` are kept.
@@ -25,7 +27,7 @@ from vaultmem.vault.entry import Entry
 from vaultmem.vault.reading import read_regular
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
 
-FORMAT = 1
+FORMAT = 2
 #: How many gone notes are remembered (the oldest are dropped first): ~200 bytes each.
 KEPT = 20_000
 #: A file this small (an empty note, a bare heading) is too alike its neighbours to be recognised.
@@ -33,16 +35,17 @@ MIN_SIZE = 32
 
 
 class GoneNotes:
-    """Notes without an ``id`` key whose file went: ``derived id -> (fingerprint, content hash)``."""
+    """Notes without an ``id`` key whose file went: ``derived id -> (fingerprint, content hash,
+    modification time in ns)``."""
 
     def __init__(self, file: Path) -> None:
         self._file = file
-        self._gone: dict[str, tuple[str, str]] = {}
+        self._gone: dict[str, tuple[str, str, int]] = {}
         self._unsaved = False
         try:
             saved: Any = unmarshal_state(read_regular(file))
             if saved[0] == FORMAT:
-                self._gone = {str(k): (str(fp), str(h)) for k, fp, h in saved[1]}
+                self._gone = {str(k): (str(fp), str(h), int(t)) for k, fp, h, t in saved[1]}
         except (OSError, ValueError, TypeError, EOFError, IndexError):
             pass  # none yet, or damaged: derived state, begun afresh
 
@@ -52,29 +55,31 @@ class GoneNotes:
             return
         key = derived_id(entry.path)
         self._gone.pop(key, None)  # the newest last
-        self._gone[key] = (entry.fingerprint, entry.content_hash)
+        self._gone[key] = (entry.fingerprint, entry.content_hash, entry.mtime_ns)
         while len(self._gone) > KEPT:
             del self._gone[next(iter(self._gone))]
         self._unsaved = True
 
     def successor(self, note_id: str, with_fingerprint: Callable[[str], list[Entry]]) -> Entry | None:
         """The note that the gone note answered as ``note_id`` became, when exactly one note without
-        an ``id`` key holds its bytes under another name now."""
+        an ``id`` key holds its bytes, with its modification time, under another name now."""
         was = self._gone.get(note_id)
         if was is None:
             return None
-        fingerprint, content_hash = was
+        fingerprint, content_hash, mtime_ns = was
         found = [
             e
             for e in with_fingerprint(fingerprint)
-            if e.id is None and e.content_hash == content_hash and derived_id(e.path) != note_id
+            if e.id is None
+            and (e.content_hash, e.mtime_ns) == (content_hash, mtime_ns)
+            and derived_id(e.path) != note_id
         ]
         return found[0] if len(found) == 1 else None
 
     def save(self) -> None:
         if not self._unsaved:
             return
-        rows = tuple((k, fp, h) for k, (fp, h) in self._gone.items())
+        rows = tuple((k, fp, h, t) for k, (fp, h, t) in self._gone.items())
         try:
             atomic_write(self._file, marshal_state((FORMAT, rows)), durable=False)
         except OSError:
