@@ -168,3 +168,35 @@ def test_a_cache_written_whole_but_of_another_shape_is_ignored(tmp_path: Path) -
     forged = tuple((path, digest, found, links, 5) for path, digest, found, links, _ in rows)
     cache.write_bytes(marshal_state((fmt, key, forged)))
     assert doctor(root)["unreadable_properties"] == first["unreadable_properties"]
+
+
+def test_a_health_check_out_of_time_says_how_many_notes_it_did_not_read_and_the_next_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first health check of a state directory read every note: 50.7 s at 100k notes, past
+    what an MCP client waits for one call. Now one call reads for a few seconds at most and says
+    how many notes it left; the next goes on where it stopped (here the budget is none at first)."""
+    from graph_wire import Wire
+    from mcp_harness import running_daemon
+
+    from vaultmem.operations import status
+
+    root, _ = init_vault(tmp_path / "vault")
+    handmade(root)
+    monkeypatch.setattr(status, "HEALTH_READ_BUDGET_S", 0.0)
+    with running_daemon(root, tmp_path / "token") as daemon:
+        wire = Wire(daemon)
+
+        def checks() -> dict[str, dict[str, object]]:
+            health = wire.ok("memory_status", action="health", include_details=True)["item"]
+            return {c["name"]: c for c in health["checks"]}
+
+        first = checks()
+        assert first["notes_not_checked_yet"]["count"] == 2 and not first["notes_not_checked_yet"]["ok"]
+        assert "call health again" in str(first["notes_not_checked_yet"]["remediation"])
+        assert first["secrets_in_notes"]["count"] == 0  # not read yet, so not found yet
+        monkeypatch.setattr(status, "HEALTH_READ_BUDGET_S", 5.0)
+        second = checks()
+        assert second["notes_not_checked_yet"]["ok"] and second["notes_not_checked_yet"]["count"] == 0
+        assert [d["path"] for d in second["secrets_in_notes"]["details"]] == ["notes/deploy.md"]  # type: ignore[union-attr]
+    assert doctor(root)["secrets"][0]["path"] == "notes/deploy.md"  # type: ignore[index]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -87,6 +88,8 @@ class DoctorReport:
     #: Why the index's tables cannot be read (``vaultmem doctor`` reads them), None when they can.
     index_unreadable: str | None = None
     uncommitted: list[str] = field(default_factory=list)
+    #: Notes whose secrets and property links were not looked at, the time budget spent (health).
+    unchecked: int = 0
     #: What the person's git is in the middle of (a rebase, a detached HEAD...), when it is: vaultmem
     #: commits nothing meanwhile (``GitRepo.operation_in_progress``).
     git_operation: str | None = None
@@ -124,8 +127,15 @@ def diagnose(
     index: NoteIndex | None,
     repo: GitRepo,
     facts: FactCache | None = None,
+    budget_s: float | None = None,
 ) -> DoctorReport:
-    """The report; each note's file is hashed, and parsed only when ``facts`` does not know it."""
+    """The report; each note's file is hashed, and parsed only when ``facts`` does not know it.
+
+    With ``budget_s``, notes ``facts`` does not know are read only while that many seconds last;
+    the rest are counted in ``unchecked`` (their secrets and property links not looked at), and
+    the next call goes on from the cache: at 100k notes reading all of them takes ~50 s, more
+    than an MCP client waits for one tool call (memory_status health)."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     report = DoctorReport()
     seen: dict[tuple[str, str], NoteFacts] = {}
     entries = list(catalog.entries())
@@ -148,6 +158,9 @@ def diagnose(
         # secret pasted under a restored mtime must still be found (hashing is cheap, parsing not).
         current = file_hash(layout.root / entry.path)
         known = facts.get((entry.path, current)) if facts is not None and current is not None else None
+        if known is None and deadline is not None and time.monotonic() > deadline:
+            report.unchecked += 1  # read at a later call
+            continue
         if known is None or current is None:
             known, current = facts_of(layout, entry)
         found = seen[(entry.path, current)] = known

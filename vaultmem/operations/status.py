@@ -48,6 +48,8 @@ FRONTIER_REASONS = ("pending", "contradiction", "unfiled", "stale")
 #: Characters of a message kept when ``include_details`` is off.
 SHORT_MESSAGE = 200
 #: The health checks: (name, category, severity, what a finding is, what to do about it).
+#: How long one health call reads notes it has no facts for (their secrets, their property links).
+HEALTH_READ_BUDGET_S = 5.0
 HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("malformed_notes", "vault", "error", "notes whose frontmatter vaultmem cannot read (never rewritten)",
      "fix each file by hand; `vaultmem doctor` lists them"),
@@ -97,6 +99,10 @@ HEALTH_CHECKS: tuple[tuple[str, str, str, str, str], ...] = (
      "agents' writes are guarded; git keeps every version",
      "remove the secret from the note (keep where it lives instead: a password manager entry); it "
      "stays in older commits until the history is rewritten (git filter-repo)"),
+    ("notes_not_checked_yet", "vault", "warning",
+     "notes whose secrets and property links this call had no time to read (the first check of a large "
+     "vault, or the first after an upgrade: each call reads more, for a few seconds at most)",
+     "call health again, or run `vaultmem doctor`, which reads every note"),
     ("project_registry", "projects", "error", "project.yaml files that cannot be read",
      "fix each file by hand"),
     ("contradiction_in_cluster", "semantic consistency", "warning",
@@ -322,7 +328,7 @@ class Status:
         with contextlib.suppress(Exception):  # let queued commits land; a failure shows as uncommitted
             ctx.writer.commits.flush(timeout=10.0)
         unusable = ctx.index.probe()  # as a search reads it: rows, vectors, full-text index
-        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._facts)
+        report = diagnose(ctx.layout, ctx.catalog, ctx.index, ctx.repo, self._facts, HEALTH_READ_BUDGET_S)
         sync = sync_health(ctx)
         ctx.projects.projects(ctx.contract())  # re-reads project.yaml files, filling .problems
         found: dict[str, Sequence[Payload]] = {
@@ -351,10 +357,12 @@ class Status:
                 for lock in report.stale_git_locks
             ],
             "secrets_in_notes": list(report.secrets),
+            "notes_not_checked_yet": [{"notes": report.unchecked}] if report.unchecked else [],
             "project_registry": [{"path": p, "problem": m} for p, m in sorted(ctx.projects.problems.items())],
             "contradiction_in_cluster": self.contradictions_in_clusters(),
         }
-        checks = [_check(spec, found[spec[0]]) for spec in HEALTH_CHECKS]
+        counted = {"notes_not_checked_yet": report.unchecked}
+        checks = [_check(spec, found[spec[0]], counted.get(spec[0])) for spec in HEALTH_CHECKS]
         worst = "ok"
         for check in checks:
             if not check["ok"]:
@@ -405,9 +413,10 @@ class Status:
         return entry is not None and entry.status not in ARCHIVED_STATUSES and entry.status != "deleted"
 
 
-def _check(spec: tuple[str, str, str, str, str], details: Sequence[Payload]) -> Row:
+def _check(spec: tuple[str, str, str, str, str], details: Sequence[Payload], count: int | None = None) -> Row:
+    """One check's row; ``count`` when the details do not list each thing found one by one."""
     name, category, severity, what, remediation = spec
-    count = len(details)
+    count = len(details) if count is None else count
     check: Row = {
         "name": name,
         "category": category,
