@@ -38,10 +38,15 @@ def _windows(notes: dict[str, tuple[str, str]]) -> set[str]:
 
 def reindex(vault: Path, *args: str) -> tuple[str, str]:
     """Run ``vaultmem reindex`` with standard error on a terminal; (stdout, what the terminal got)."""
+    return on_a_terminal(vault, "reindex", *args)
+
+
+def on_a_terminal(vault: Path, *args: str) -> tuple[str, str]:
+    """Run ``vaultmem ARGS`` with standard error on a terminal; (stdout, what the terminal got)."""
     leader, follower = pty.openpty()
     try:
         done = subprocess.run(
-            [VAULTMEM, "--vault", str(vault), "reindex", *args],
+            [VAULTMEM, "--vault", str(vault), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=follower,
@@ -93,3 +98,15 @@ def test_reindex_shows_notes_and_chunks_and_embeds_only_the_windows_an_edit_chan
     # A full rebuild starts a new index folder from the current one's embedding cache.
     out, _ = reindex(vault, "--full")
     assert out.rstrip().endswith("; 0 chunks embedded"), out
+
+
+def test_doctor_shows_the_notes_it_checks_and_how_many_it_had_to_read(vault: Path) -> None:
+    """The first `vaultmem doctor` of a state directory reads every note (~50 s at 100k notes):
+    it shows a bar of the notes checked and read; the next reads none of them again."""
+    for rel, (title, body) in SHORT.items():
+        hand_write(vault, rel, _note(title, body), commit=True)
+    _out, terminal = on_a_terminal(vault, "doctor")
+    total = len(SHORT)
+    assert re.search(rf"checking \[#+\] {total}/{total} notes, {total} read", terminal), terminal
+    _out, terminal = on_a_terminal(vault, "doctor")
+    assert f"{total}/{total} notes, 0 read" in terminal, terminal

@@ -287,8 +287,8 @@ def cmd_blame(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(label: str) -> Callable[[int, int, int], None]:
-    """A progress bar of notes and chunks on standard error (only when it is a terminal)."""
+def _progress(label: str, third: str = "chunks embedded") -> Callable[[int, int, int], None]:
+    """A progress bar of notes and of ``third`` (chunks embedded, notes read) on a terminal's stderr."""
     interactive = sys.stderr.isatty()
     last: list[tuple[int, int, int]] = []  # the state drawn last (the index is polled while it works)
 
@@ -299,7 +299,7 @@ def _progress(label: str) -> Callable[[int, int, int], None]:
         width = 30
         filled = int(width * done / total)
         bar = f"[{'#' * filled}{' ' * (width - filled)}]"
-        sys.stderr.write(f"\r{label} {bar} {done}/{total} notes, {chunks} chunks embedded")
+        sys.stderr.write(f"\r{label} {bar} {done}/{total} notes, {chunks} {third}")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -353,7 +353,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from vaultmem.memory import Memory
 
     settings = _settings(args)
-    report = Memory.doctor(settings)
+    report = Memory.doctor(settings, _progress("checking", "read"))
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
         return 0 if report.ok else 1

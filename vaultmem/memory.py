@@ -584,10 +584,10 @@ class Memory:
         return report, ctx.index.count()
 
     @staticmethod
-    def doctor(settings: Settings) -> DoctorReport:
+    def doctor(settings: Settings, progress: Progress | None = None) -> DoctorReport:
         """``vaultmem doctor``: whether vault, index and git agree. Reads only: nothing is committed,
         swept or indexed, and the index is opened only if one exists."""
-        return doctor.diagnose_vault(settings)
+        return doctor.diagnose_vault(settings, progress)
 
     @staticmethod
     def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:

@@ -6,6 +6,7 @@ import contextlib
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -128,13 +129,15 @@ def diagnose(
     repo: GitRepo,
     facts: FactCache | None = None,
     budget_s: float | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> DoctorReport:
     """The report; each note's file is hashed, and parsed only when ``facts`` does not know it.
 
     With ``budget_s``, notes ``facts`` does not know are read only while that many seconds last;
     the rest are counted in ``unchecked`` (their secrets and property links not looked at), and
     the next call goes on from the cache: at 100k notes reading all of them takes ~50 s, more
-    than an MCP client waits for one tool call (memory_status health)."""
+    than an MCP client waits for one tool call (memory_status health). ``progress(done, total,
+    read)`` is told every 500 notes and at the end (``vaultmem doctor``'s bar)."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
     report = DoctorReport()
     seen: dict[tuple[str, str], NoteFacts] = {}
@@ -153,7 +156,10 @@ def diagnose(
     )
     report.layout = explain_layout(layout, entries)
     in_properties: set[tuple[str, str]] = set()
-    for entry in entries:
+    read = 0
+    for done, entry in enumerate(entries):
+        if progress is not None and done % 500 == 0 and done:
+            progress(done, len(entries), read)
         # By the file's bytes now, not the catalog's hash: the catalog trusts mtime and size, and a
         # secret pasted under a restored mtime must still be found (hashing is cheap, parsing not).
         current = file_hash(layout.root / entry.path)
@@ -163,6 +169,7 @@ def diagnose(
             continue
         if known is None or current is None:
             known, current = facts_of(layout, entry)
+            read += 1
         found = seen[(entry.path, current)] = known
         report.secrets += [{"path": entry.path, **f.to_dict()} for f in found.secrets]
         if found.unreadable_properties is not None:
@@ -184,6 +191,8 @@ def diagnose(
                 continue  # a person's property: reported above, with its property
             if catalog.resolve_link(target, source=entry.path) is None and not names_a_file(target):
                 report.dangling_text_links.append({"path": entry.path, "target": target})
+    if progress is not None:
+        progress(len(entries), len(entries), read)
     if index is not None:
         report.index_exists = True
         hashes = index.path_hashes()
@@ -205,7 +214,9 @@ def diagnose(
     return report
 
 
-def diagnose_vault(settings: Settings) -> DoctorReport:
+def diagnose_vault(
+    settings: Settings, progress: Callable[[int, int, int], None] | None = None
+) -> DoctorReport:
     """:func:`diagnose` the vault ``settings`` name, opening its index only if one exists."""
     layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
     repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
@@ -218,11 +229,11 @@ def diagnose_vault(settings: Settings) -> DoctorReport:
     try:
         index = open_existing_index(settings)
     except IndexError_ as exc:  # reported, not raised: doctor reads only (the next open rebuilds it)
-        report = diagnose(layout, catalog, None, repo, FactCache(layout.state_dir))
+        report = diagnose(layout, catalog, None, repo, FactCache(layout.state_dir), progress=progress)
         report.index_exists, report.index_unreadable = True, str(exc)
         return report
     try:
-        report = diagnose(layout, catalog, index, repo, FactCache(layout.state_dir))
+        report = diagnose(layout, catalog, index, repo, FactCache(layout.state_dir), progress=progress)
         if index is not None:  # its tables too, which an index opened from its snapshot has not read
             report.index_unreadable = index.probe()
         return report
