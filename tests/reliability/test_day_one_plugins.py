@@ -7,14 +7,17 @@ with an MCP client. Every file of the person's stays byte-identical.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
 import string
 import zlib
 from pathlib import Path
+from typing import Any
 
-from _support import cli, persons_vault
+from _support import ServeProcess, call_tool, cli, git, persons_vault
+from mcp_harness import wait_for
 
 
 def unchanged(vault: Path, files: dict[str, bytes]) -> bool:
@@ -69,4 +72,67 @@ def test_an_excalidraw_drawing_is_no_secret_but_a_key_typed_into_it_is(tmp_path:
     assert [(s["path"], s["kind"]) for s in json.loads(doctor.stdout)["secrets"]] == [
         ("Excalidraw/Deploy.excalidraw.md", "github-token")
     ]
+    assert unchanged(vault, files)
+
+
+def pasted_log(lines: int) -> bytes:
+    return b"".join(
+        b"2024-03-01T12:%02d:%02d.%06dZ INFO pipeline.worker[%d] processed batch %d request_id=%016x\n"
+        % (k % 60, k % 60, k, k % 17, k, k * 2654435761 % 2**64)
+        for k in range(lines)
+    )
+
+
+def test_a_persons_note_over_the_size_cap_is_searched_and_linked_by_its_start(tmp_path: Path) -> None:
+    # A pasted log, an Excalidraw drawing saved uncompressed: Obsidian opens, searches and links
+    # them. vaultmem reported each as malformed ("split it or move it out of the vault"): doctor
+    # failed and health said error for a valid note of the person's, its name found nothing, and
+    # the links to it were listed as notes not written yet.
+    log = b"# Incident\n\nzeppelinmarker: the workers stalled.\n\n" + pasted_log(30_000)
+    drawing = (
+        b"---\nexcalidraw-plugin: parsed\ntags: [excalidraw]\n---\n# Excalidraw Data\n\n## Text Elements\n"
+        b"Whiteboard session about the blimpmarker rollout ^w1\n\n%%\n## Drawing\n```json\n"
+        + json.dumps(
+            {"type": "excalidraw", "elements": [{"id": f"e{k}", "x": k} for k in range(60_000)]}, indent="\t"
+        ).encode()
+        + b"\n```\n%%"
+    )
+    files = {
+        "Logs/Incident.md": log,
+        "Excalidraw/Whiteboard.excalidraw.md": drawing,
+        "Home.md": b"[[Incident]] and ![[Whiteboard.excalidraw]] homemarker\n",
+    }
+    assert all(len(data) > 2 * 2**20 for rel, data in files.items() if rel != "Home.md")
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    report = json.loads(doctor.stdout)
+    assert report["malformed"] == {}
+    assert report["read_in_part"] == ["Excalidraw/Whiteboard.excalidraw.md", "Logs/Incident.md"]
+    assert report["dangling_text_links"] == []
+    assert doctor.returncode == 0, doctor.stdout
+    server = ServeProcess(vault, config)
+    try:
+
+        def call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return asyncio.run(call_tool(server, tool, **arguments))
+
+        def top(query: str) -> str:
+            return str(call("memory_search", query=query, limit=1)["results"][0]["slug"])
+
+        assert top("zeppelinmarker") == "Incident"
+        assert top("blimpmarker") == "Whiteboard.excalidraw"
+        home = call("memory_search", query="homemarker", limit=1)["results"][0]["id"]
+        item = call("memory_recall", action="get", thought_id=home, include_edges=True)["item"]
+        assert sorted(edge["thought"]["content"][:12] for edge in item["upstream"]) == [
+            "# Excalidraw",
+            "# Incident\n\n",
+        ]
+        # The person appends to the log past the part read: the change is still seen and committed.
+        with (vault / "Logs/Incident.md").open("ab") as f:
+            f.write(b"2024-03-02T00:00:00.000000Z INFO the workers resumed\n")
+        wait_for(lambda: "Incident" in git(vault, "log", "-1", "--format=%s"))
+    finally:
+        server.stop()
+    del files["Logs/Incident.md"]
     assert unchanged(vault, files)

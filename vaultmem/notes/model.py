@@ -102,6 +102,10 @@ class Note:
     persons: bool = False
     #: Why the properties of the person's file could not be read (its text is then all body).
     unreadable_properties: str | None = None
+    #: The sha256 of the whole file when only its start was read (a person's file over the size
+    #: cap, ``vault/catalog.py``): ``content_hash`` stays the file's, so an edit past the part read
+    #: is still a change.
+    file_sha256: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -110,6 +114,8 @@ class Note:
     @property
     def content_hash(self) -> str:
         """sha256 of the note file's exact bytes (empty text when the note was not read from a file)."""
+        if self.file_sha256 is not None:
+            return self.file_sha256
         data = self.text.to_bytes() if self.text is not None else b""
         return hashlib.sha256(data).hexdigest()
 

@@ -13,7 +13,7 @@ from vaultmem.errors import IndexError_, VaultError
 from vaultmem.notes.links import EDGE_TYPES, names_a_file
 from vaultmem.notes.merge import CONFLICT_TAG
 from vaultmem.operations.note_facts import FactCache, NoteFacts, facts_of
-from vaultmem.vault.catalog import Catalog
+from vaultmem.vault.catalog import MAX_NOTE_BYTES, Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.gitlock import GitLockInfo as GitLockInfo  # (the facade re-exports it)
 from vaultmem.vault.history import GitRepo
@@ -75,6 +75,9 @@ class DoctorReport:
     #: The person's notes whose properties YAML cannot read (``{path: why}``): searched as plain
     #: text. Listed, not counted against ``ok``: Obsidian flags them too, and they are the person's.
     unreadable_properties: dict[str, str] = field(default_factory=dict)
+    #: The person's notes over the size cap, 2 MiB (a pasted log, a drawing saved uncompressed):
+    #: searched and linked by their start, the first ``MAX_NOTE_BYTES``. Listed, not counted against ``ok``.
+    read_in_part: list[str] = field(default_factory=list)
     #: How the vault is laid out: where vaultmem's files are, what is the person's (see explain_layout).
     layout: Layout | None = None
     #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
@@ -142,6 +145,7 @@ def diagnose(
         | set(side_files(repo, paths))  # a setting's side: merged by hand like a sync client's copy
     )
     report.layout = explain_layout(layout, entries)
+    report.read_in_part = sorted(e.path for e in entries if e.size > MAX_NOTE_BYTES)
     in_properties: set[tuple[str, str]] = set()
     for entry in entries:
         # By the file's bytes now, not the catalog's hash: the catalog trusts mtime and size, and a

@@ -16,6 +16,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 
 from vaultmem.errors import InvalidInput, MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
@@ -34,11 +36,12 @@ from vaultmem.vault.link_paths import closest as _closest
 from vaultmem.vault.link_paths import dir_of as _dir_of
 from vaultmem.vault.link_paths import path_link
 from vaultmem.vault.multimap import Multimap
-from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
+from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_head, read_regular, shown
 
 log = logging.getLogger(__name__)
 IDEM_TAG_PREFIX = "idem-"
-#: A note file larger than this is reported and left alone, never read into memory or indexed.
+#: A note file larger than this is reported and left alone, never read into memory or indexed; a
+#: person's own file (a pasted log, a drawing saved uncompressed) is read up to it instead.
 MAX_NOTE_BYTES = 2 * 1024 * 1024
 
 
@@ -48,24 +51,52 @@ def read_note(layout: VaultLayout, rel: str) -> Note:
 
 
 def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
-    """:func:`read_note`, with the sha256 of the bytes it was parsed from."""
+    """:func:`read_note`, with the sha256 of the file's bytes."""
     try:
         path = layout.resolve(rel)
     except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
         raise MalformedNote(f"{rel}: links to a file outside the vault; vaultmem does not follow it") from exc
+    persons = not layout.writable(rel)
     try:
-        raw = read_regular(path, MAX_NOTE_BYTES)  # never blocks: a pipe is refused, not opened
-    except FileTooLarge as exc:  # checked before reading: a pasted 1 GB log costs nothing
-        raise MalformedNote(
-            f"{rel}: is {exc.size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are not "
-            "read or indexed (a pasted log?): split it or move it out of the vault"
-        ) from exc
+        try:
+            raw = read_regular(path, MAX_NOTE_BYTES)  # never blocks: a pipe is refused, not opened
+        except FileTooLarge as exc:  # checked before reading: a pasted 1 GB log costs nothing
+            if not persons:
+                raise MalformedNote(
+                    f"{rel}: is {exc.size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are "
+                    "not read or indexed (a pasted log?): split it or move it out of the vault"
+                ) from exc
+            return _start_of(path, rel)
     except NotARegularFile as exc:
         raise MalformedNote(f"{rel}: is {exc.kind}, not a file; vaultmem never reads it") from exc
     except OSError as exc:
         raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
-    persons = not layout.writable(rel)
     return note_from_text(note_text(raw, rel, persons), rel, persons=persons), hashlib.sha256(raw).hexdigest()
+
+
+def _start_of(path: Path, rel: str) -> tuple[Note, str]:
+    """A person's file over the size cap, read only as far as the cap (:func:`start_note`)."""
+    head, digest = read_head(path, MAX_NOTE_BYTES)
+    return start_note(head, rel, digest), digest
+
+
+def start_note(head: bytes, rel: str, digest: str) -> Note:
+    """A person's file over the size cap as Obsidian shows it, but only as far as the cap: its
+    properties and the lines of its body that fit in ``head`` (searched and linked; doctor lists
+    it); ``digest`` is the whole file's sha256."""
+    lines = head[: head.rfind(b"\n", 0, MAX_NOTE_BYTES) + 1] or head[:MAX_NOTE_BYTES]  # no character cut
+    note = note_from_text(note_text(lines, rel, persons=True), rel, persons=True)
+    return replace(note, file_sha256=digest)
+
+
+def note_of_bytes(raw: bytes, rel: str, persons: bool) -> Note:
+    """A note from bytes already read (a version in git); raise MalformedNote as :func:`read_note`
+    does, and read a person's file over the size cap by its start as it does."""
+    if len(raw) <= MAX_NOTE_BYTES:
+        return note_from_text(note_text(raw, rel, persons), rel, persons=persons)
+    if not persons:
+        raise MalformedNote(f"{rel}: is over {MAX_NOTE_BYTES // 2**20} MiB")
+    return start_note(raw, rel, hashlib.sha256(raw).hexdigest())
 
 
 def note_text(raw: bytes, rel: str, persons: bool) -> str:
