@@ -136,3 +136,38 @@ def test_a_persons_note_over_the_size_cap_is_searched_and_linked_by_its_start(tm
         server.stop()
     del files["Logs/Incident.md"]
     assert unchanged(vault, files)
+
+
+def test_an_image_pasted_and_a_canvas_edited_while_the_daemon_runs_are_committed_with_the_note(
+    tmp_path: Path,
+) -> None:
+    # Obsidian saves a pasted image into attachments/ beside the note's edit; Canvas, Excalidraw's
+    # SVG export and a PDF a person drops in are files too. The watcher committed only notes: those
+    # files waited for vaultmem's next start (the commit of the note named an image git did not
+    # have), and meanwhile doctor failed and health warned "uncommitted changes" with the advice
+    # to wait for the watcher's commit, which never came.
+    files = {"Board.canvas": b'{"nodes":[],"edges":[]}', "Garden.md": b"Beds.\n"}
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    server = ServeProcess(vault, config)
+    try:
+        image = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400
+        (vault / "attachments").mkdir()
+        (vault / "attachments/Pasted image 20240501.png").write_bytes(image)
+        (vault / "Garden.md").write_bytes(b"Beds.\n![[Pasted image 20240501.png]]\n")
+        (vault / "Board.canvas").write_bytes(
+            b'{"nodes":[{"id":"a","type":"file","file":"Garden.md"}],"edges":[]}'
+        )
+
+        def committed() -> bool:
+            return git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+        wait_for(committed)
+        health = asyncio.run(call_tool(server, "memory_status", action="health"))
+        assert {c["name"]: c["ok"] for c in health["item"]["checks"]}["uncommitted_changes"] is True
+    finally:
+        server.stop()
+    shown = git(vault, "log", "--name-only", "--format=%s", "-2")
+    assert "attachments/Pasted image 20240501.png" in shown and "Board.canvas" in shown
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    assert json.loads(doctor.stdout)["uncommitted"] == []

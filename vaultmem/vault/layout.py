@@ -94,6 +94,17 @@ def is_side_file(rel: str, home: str = "") -> bool:
     return name in SLOT_FILES or name == PROJECT_FILE
 
 
+def is_vault_file(rel: str) -> bool:
+    """True for a file of the vault that is no note but is the vault's all the same: an image or a
+    PDF a person pasted into ``attachments/``, a canvas, a drawing's SVG export, ``filing.yaml``.
+    Committed like notes (the watcher commits a person's change to one), never read or indexed.
+    Not what hidden folders hold (``.obsidian/``, committed at vaultmem's start) nor leftovers."""
+    parts = PurePosixPath(rel).parts
+    if not parts or rel.endswith(".md") or parts[-1].startswith("."):
+        return False
+    return not any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]) and not is_never_committed(rel)
+
+
 def bad_name_reason(rel: str) -> str | None:
     """Why a path that would be a note is skipped because of its name (not UTF-8), or None."""
     if is_valid_name(rel):
