@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 import random
+import re
 import string
 import zlib
 from pathlib import Path
@@ -171,3 +172,43 @@ def test_an_image_pasted_and_a_canvas_edited_while_the_daemon_runs_are_committed
     assert "attachments/Pasted image 20240501.png" in shown and "Board.canvas" in shown
     doctor = cli(config, "doctor", "--json", "--vault", str(vault))
     assert json.loads(doctor.stdout)["uncommitted"] == []
+
+
+def test_an_excalidraw_drawings_data_is_neither_searched_nor_embedded(tmp_path: Path) -> None:
+    # Saved uncompressed (a setting of the plugin's), a drawing's JSON is hundreds of windows of
+    # "strokeColor", "roughness" and coordinates (~2,100 for a 2 MiB drawing, about a minute of a
+    # reindex on two cores), each embedded and ranked for queries its shapes' names happened to
+    # match; compressed, windows of base64. What a person reads of a drawing, its Text Elements,
+    # is what is searched.
+    elements = [
+        {"id": f"el{k:05d}", "type": "rectangle", "x": k, "y": -k, "strokeColor": "#1e1e1e", "roughness": 1,
+         "text": "kitchen cupboard"}
+        for k in range(4000)
+    ]  # fmt: skip
+    drawing = (
+        "---\nexcalidraw-plugin: parsed\ntags: [excalidraw]\n---\n# Excalidraw Data\n\n## Text Elements\n"
+        "Floorplan of the quartzmarker kitchen ^t1\n\n%%\n## Drawing\n```json\n"
+        + json.dumps({"type": "excalidraw", "elements": elements}, indent="\t")
+        + "\n```\n%%"
+    ).encode()
+    files = {"Excalidraw/Floorplan.excalidraw.md": drawing, "Cupboards.md": b"The kitchen cupboard doors.\n"}
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    reindex = cli(config, "reindex", "--vault", str(vault))
+    assert reindex.returncode == 0, reindex.stderr
+    assert re.search(r"; 2 chunks embedded", reindex.stdout), reindex.stdout  # one for each note
+    server = ServeProcess(vault, config)
+    try:
+
+        def call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return asyncio.run(call_tool(server, tool, **arguments))
+
+        (hit,) = call("memory_search", query="quartzmarker", limit=1)["results"]
+        assert hit["slug"] == "Floorplan.excalidraw"
+        content = call("memory_recall", action="get", thought_id=hit["id"])["item"]["content"]
+        assert "quartzmarker" in content and "strokeColor" not in content
+        slugs = [h["slug"] for h in call("memory_search", query="kitchen cupboard", limit=5)["results"]]
+        assert slugs[0] == "Cupboards"
+    finally:
+        server.stop()
+    assert unchanged(vault, files)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +27,15 @@ OWNED_KEYS = (
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on", "contradicts",
     "supports", "link_created", "link_targets",
 )  # fmt: skip
+
+
+#: The drawing in a note the Excalidraw plugin saves (``excalidraw-plugin:`` in its properties): a
+#: "Drawing" heading and a fenced block of the drawing's JSON (``json``, or base64 of it in
+#: ``compressed-json``), to its closing fence or the note's end.
+_DRAWING = re.compile(
+    r"^#{1,2} Drawing[ \t]*\r?\n```(?:compressed-)?json[ \t]*\r?\n.*?(?:^```[ \t]*$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 def utc_now() -> dt.datetime:
@@ -205,13 +215,18 @@ def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:
         importance = None
     title = text_key("title") or stem
     note_id = text_key("id")
+    body = doc.body
+    if persons and "excalidraw-plugin" in meta and "Drawing" in body:
+        # What a person reads of a drawing is its Text Elements; its data is thousands of lines of
+        # coordinates and base64 that matched queries and cost hundreds of windows to embed.
+        body = _DRAWING.sub("", body)
     return Note(
         path=path,
         id=note_id.lower() if note_id else None,
         title=title,
         kind=text_key("kind") or "note",
         status=status,
-        body=doc.body,
+        body=body,
         project=text_key("project"),
         tags=tags,
         created=text_key("created"),
