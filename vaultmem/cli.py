@@ -386,6 +386,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
+        ("changed in .obsidian/ or another hidden folder (committed at start)", report.committed_at_start),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
         (
             "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",

@@ -212,3 +212,39 @@ def test_an_excalidraw_drawings_data_is_neither_searched_nor_embedded(tmp_path: 
     finally:
         server.stop()
     assert unchanged(vault, files)
+
+
+def test_obsidians_settings_rewritten_while_the_daemon_runs_fail_neither_doctor_nor_health(
+    tmp_path: Path,
+) -> None:
+    # Obsidian and its plugins rewrite files under .obsidian/ as the person works (a plugin's
+    # data.json on each setting, graph.json when the graph is zoomed). vaultmem does not watch that
+    # folder (workspace.json is rewritten every few seconds) and commits it when it starts: until
+    # then doctor failed and health warned "uncommitted changes", with the advice to wait for the
+    # watcher's commit, for as long as Obsidian was open.
+    files = {
+        ".obsidian/app.json": b'{"attachmentFolderPath": "attachments"}',
+        ".obsidian/plugins/obsidian-excalidraw-plugin/data.json": b'{"library2": []}',
+        "Garden.md": b"Beds.\n",
+    }
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    server = ServeProcess(vault, config)
+    try:
+        (vault / ".obsidian/plugins/obsidian-excalidraw-plugin/data.json").write_bytes(b'{"library2": [1]}')
+        (vault / ".obsidian/graph.json").write_bytes(b'{"scale": 1.4}')
+        health = asyncio.run(call_tool(server, "memory_status", action="health"))
+        assert {c["name"]: c["ok"] for c in health["item"]["checks"]}["uncommitted_changes"] is True
+        doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+        report = json.loads(doctor.stdout)
+        assert report["uncommitted"] == []
+        assert report["committed_at_start"] == [
+            ".obsidian/graph.json",
+            ".obsidian/plugins/obsidian-excalidraw-plugin/data.json",
+        ]
+        assert doctor.returncode == 0, doctor.stdout
+    finally:
+        server.stop()
+    # vaultmem's next start commits them, as before.
+    ServeProcess(vault, config).stop()
+    assert git(vault, "status", "--porcelain", "--", ".obsidian").strip() == ""

@@ -17,7 +17,7 @@ from vaultmem.vault.catalog import MAX_NOTE_BYTES, Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.gitlock import GitLockInfo as GitLockInfo  # (the facade re-exports it)
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import VaultLayout, is_conflict_copy, is_never_committed
+from vaultmem.vault.layout import VaultLayout, is_committed_at_start, is_conflict_copy, is_never_committed
 from vaultmem.vault.reading import file_hash, shown
 
 if TYPE_CHECKING:
@@ -90,6 +90,9 @@ class DoctorReport:
     #: Why the index's tables cannot be read (``vaultmem doctor`` reads them), None when they can.
     index_unreadable: str | None = None
     uncommitted: list[str] = field(default_factory=list)
+    #: Changes in hidden folders (``.obsidian/``: Obsidian's settings, its plugins' data) that
+    #: vaultmem commits when it next starts, never as they happen. Listed, not counted against ``ok``.
+    committed_at_start: list[str] = field(default_factory=list)
     #: What the person's git is in the middle of (a rebase, a detached HEAD...), when it is: vaultmem
     #: commits nothing meanwhile (``GitRepo.operation_in_progress``).
     git_operation: str | None = None
@@ -188,7 +191,9 @@ def diagnose(
         facts.keep(seen)
         facts.save()
     # (not an editor's lock, autosave or backup file, nor the trash: vaultmem never commits those)
-    report.uncommitted = sorted({shown(p) for p in repo.pending_changes() if not is_never_committed(p)})
+    pending = [p for p in repo.pending_changes() if not is_never_committed(p)]
+    report.uncommitted = sorted({shown(p) for p in pending if not is_committed_at_start(p)})
+    report.committed_at_start = sorted({shown(p) for p in pending if is_committed_at_start(p)})
     report.git_operation = repo.operation_in_progress()
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):

@@ -70,6 +70,13 @@ def is_never_committed(rel: str) -> bool:
     return not parts or any(p in NEVER_COMMITTED_DIRS for p in parts[:-1]) or is_ignored_name(parts[-1])
 
 
+def is_committed_at_start(rel: str) -> bool:
+    """True for a file vaultmem commits when it starts rather than as it changes: what a hidden
+    folder holds (Obsidian's settings and its plugins' data in ``.obsidian/``), or a hidden file.
+    The watcher does not watch them (Obsidian rewrites ``workspace.json`` every few seconds)."""
+    return any(part.startswith(".") for part in PurePosixPath(rel).parts)
+
+
 #: vaultmem's own folder in a vault: the project registry and the slots live under it.
 DESK_DIR = "desk"
 #: Slot files (graph tools: memory_reflect, memory_status): Markdown a person reads and edits, global
