@@ -248,3 +248,28 @@ def test_obsidians_settings_rewritten_while_the_daemon_runs_fail_neither_doctor_
     # vaultmem's next start commits them, as before.
     ServeProcess(vault, config).stop()
     assert git(vault, "status", "--porcelain", "--", ".obsidian").strip() == ""
+
+
+def test_a_persons_own_id_property_shared_by_two_notes_is_not_vaultmems_id(tmp_path: Path) -> None:
+    # `id:` is a common property of a person's own: a Zettelkasten template's minute stamp (two
+    # notes made in one minute share it), Templater's `<% … %>` left in every template, a book's
+    # number. vaultmem took it for its own note id: the second note of each pair was "malformed:
+    # has the same id as …; give one of them a new id", and doctor failed, for valid notes of the
+    # person's that vaultmem never writes. Its own ids are UUIDs.
+    stamp = b'---\nid: <% tp.file.creation_date("YYYYMMDDHHmmss") %>\n---\n'
+    files = {
+        "Templates/Daily.md": stamp + b"# <% tp.date.now() %>\n",
+        "Templates/Meeting.md": stamp + b"Agenda for <% tp.file.title %>\n",
+        "Zettel/Spaced practice.md": b"---\nid: 202405010930\n---\nSpaced practice beats cramming. ^z1\n",
+        "Zettel/Interleaving.md": b"---\nid: 202405010930\n---\nInterleaving mixes topics, walrusmarker.\n",
+        "Home.md": b"[[Interleaving]] and [[Meeting]]\n",
+    }
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    doctor = cli(config, "doctor", "--json", "--vault", str(vault))
+    report = json.loads(doctor.stdout)
+    assert report["malformed"] == {}
+    assert doctor.returncode == 0, doctor.stdout
+    found = json.loads(cli(config, "search", "--json", "--vault", str(vault), "walrusmarker").stdout)
+    assert [(hit["slug"], len(hit["id"])) for hit in found["results"]] == [("Interleaving", 36)]
+    assert unchanged(vault, files)

@@ -10,6 +10,7 @@ from typing import Any
 
 from vaultmem.errors import MalformedNote
 from vaultmem.notes.frontmatter import NoteText, compose, parse
+from vaultmem.notes.ids import is_full_id
 
 #: Statuses a note may carry. ``unfiled`` is a capture awaiting review; ``deleted`` is a soft delete.
 STATUSES = frozenset({"active", "unfiled", "deleted", "superseded", "archived", "expired"})
@@ -215,6 +216,10 @@ def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:
         importance = None
     title = text_key("title") or stem
     note_id = text_key("id")
+    if persons and note_id is not None and not is_full_id(note_id):
+        # The person's own id (a Zettelkasten minute stamp, a book's number, a template's `<% … %>`),
+        # which two of their notes may share: vaultmem's ids are UUIDs, this note gets one of its path.
+        note_id = None
     body = doc.body
     if persons and "excalidraw-plugin" in meta and "Drawing" in body:
         # What a person reads of a drawing is its Text Elements; its data is thousands of lines of
