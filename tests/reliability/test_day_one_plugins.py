@@ -164,12 +164,15 @@ def test_an_image_pasted_and_a_canvas_edited_while_the_daemon_runs_are_committed
             return git(vault, "status", "--porcelain", "--untracked-files=all").strip() == ""
 
         wait_for(committed)
+        shown = git(vault, "log", "--name-only", "--format=%s", "-2")
+        assert "attachments/Pasted image 20240501.png" in shown and "Board.canvas" in shown
+        for k in range(20):  # many at once (a folder of scans dropped in): read in one batch
+            (vault / f"attachments/scan {k:02d}.pdf").write_bytes(b"%PDF-1.7\n" + bytes([k]) * 5000)
+        wait_for(committed)
         health = asyncio.run(call_tool(server, "memory_status", action="health"))
         assert {c["name"]: c["ok"] for c in health["item"]["checks"]}["uncommitted_changes"] is True
     finally:
         server.stop()
-    shown = git(vault, "log", "--name-only", "--format=%s", "-2")
-    assert "attachments/Pasted image 20240501.png" in shown and "Board.canvas" in shown
     doctor = cli(config, "doctor", "--json", "--vault", str(vault))
     assert json.loads(doctor.stdout)["uncommitted"] == []
 
