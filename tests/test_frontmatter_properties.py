@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vaultmem.errors import MalformedNote
 from vaultmem.notes.frontmatter import BOM, parse, set_fields
 from vaultmem.notes.model import OWNED_KEYS, new_note_text, note_from_text
+from vaultmem.vault.note_files import MAX_NOTE_BYTES, note_of_bytes
 
 # Keys a person may type; YAML 1.1 reads `no`, `on`, `null` ... as booleans or null, never as text.
 NOT_TEXT = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
@@ -138,3 +142,17 @@ def test_a_new_note_reads_back_exactly_what_was_written(
     assert note.source["url"] == url
     assert note.body == (body if body.endswith("\n") else body + "\n")
     assert note.status == "unfiled"
+
+
+def test_a_persons_note_over_the_size_cap_is_read_by_its_whole_lines_up_to_it() -> None:
+    line = "é log line ".encode() * 9 + b"\n"  # a two-byte character every few bytes, up to the cut
+    raw = b"---\ntags: [log]\n---\n" + line * (MAX_NOTE_BYTES // len(line) + 50)
+    note = note_of_bytes(raw, "Logs/big.md", persons=True)
+    assert note.tags == ("log",)
+    assert note.body.endswith("\n") and note.body.count("\n") < raw.count(b"\n")
+    assert "\ufffd" not in note.body  # no character cut in two
+    assert (
+        note.content_hash == hashlib.sha256(raw).hexdigest()
+    )  # the whole file's: an edit past the cut shows
+    with pytest.raises(MalformedNote):
+        note_of_bytes(raw, "Memory/memory/big.md", persons=False)  # vaultmem's own note: malformed, as before

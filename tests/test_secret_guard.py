@@ -6,7 +6,9 @@ Every secret here is synthetic (tests/secret_samples.py)."""
 from __future__ import annotations
 
 import os
+import random
 import socket
+import string
 import subprocess
 import sys
 import threading
@@ -202,6 +204,17 @@ def test_a_clean_write_with_ids_hashes_and_names_is_not_refused(name: str) -> No
     assert find_secrets(text) == []
     write = AgentWrite(content=text, title=" ".join(text.split())[:200], source_id=text.split()[-1])
     assert guard_write(write).write is write
+
+
+def test_an_excalidraw_drawings_compressed_block_is_not_a_secret_but_a_key_beside_it_is() -> None:
+    rng = random.Random(3)
+    packed = "".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(2048))
+    block = "```compressed-json\n" + "\n\n".join(packed[i : i + 256] for i in range(0, 2048, 256)) + "\n```"
+    assert find_secrets(f"## Text Elements\nbeds ^a1\n\n%%\n## Drawing\n{block}\n%%") == []
+    key = next(s for s in samples() if s.kind == "github-token").secret
+    assert [f.kind for f in find_secrets(f"{block}\nCI token {key}\n")] == ["github-token"]
+    unclosed = block.removesuffix("```")  # not the plugin's block: scanned as any text
+    assert find_secrets(unclosed) != []
 
 
 def test_clean_texts_pass_for_other_draws_too() -> None:

@@ -381,10 +381,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "properties YAML cannot read, in your notes (Obsidian flags them too; searched as plain text)",
             [f"{path}: {why}" for path, why in report.unreadable_properties.items()],
         ),
+        ("your notes over 2 MiB (a pasted log?): searched and linked by their start", report.read_in_part),
         ("not in the index (run `vaultmem reindex`)", report.index_missing),
         ("stale in the index (run `vaultmem reindex`)", report.index_stale),
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
+        ("changed in .obsidian/ or another hidden folder (committed at start)", report.committed_at_start),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
         (
             "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",
@@ -410,9 +412,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         )
     for title, items in sections:
         if items:
-            print(f"\n{title}:")
-            for item in items:
-                print(f"  {item}")
+            print(f"\n{title}:" + "".join(f"\n  {item}" for item in items))
     print("\nall consistent" if report.ok else "")
     return 0 if report.ok else 1
 

@@ -25,8 +25,8 @@ from mcp_harness import mcp_client, running_daemon, stdio_env, structured, wait_
 
 from vaultmem.errors import MalformedNote
 from vaultmem.server.daemon import Daemon
-from vaultmem.vault.catalog import read_note
 from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.note_files import read_note
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
 #: ``memory/semantic/café.md`` with the é in Latin-1: a name that is not valid UTF-8.

@@ -100,7 +100,7 @@ def test_git_and_the_state_directory_are_not_watched(vault: Path) -> None:
 def test_a_note_over_the_size_cap_is_reported_without_being_read(
     vault: Path, open_service: OpenService
 ) -> None:
-    from vaultmem.vault.catalog import MAX_NOTE_BYTES
+    from vaultmem.vault.note_files import MAX_NOTE_BYTES
 
     hand_write(vault, "memory/semantic/pasted-log.md", b"---\ntitle: log\n---\n" + b"x" * MAX_NOTE_BYTES)
     service = open_service()

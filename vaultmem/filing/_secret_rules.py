@@ -405,6 +405,10 @@ _PUBLIC_MATERIAL = re.compile(
     r"|sha(?:256|384|512)-[A-Za-z0-9+/]+=*"  # a subresource-integrity hash
     r"|\[\[[^\]\r\n]*\]\]"  # a wikilink names a note
 )
+#: The Excalidraw plugin's drawing as it saves it by default: base64 of the compressed drawing, in
+#: lines of 256 characters that each look like a key. What is typed into the drawing is also in the
+#: note's "Text Elements" section in plain words, and scanned there.
+_DRAWING = re.compile(r"^```compressed-json[ \t]*\r?\n.*?^```", re.MULTILINE | re.DOTALL)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s<>\"'`)\]]+")
 _TOKEN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _FILE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,5}(?![A-Za-z0-9])")
@@ -478,8 +482,11 @@ def _after_secret_word(before: str) -> str | None:
 
 def _public_spans(text: _Text) -> list[_Range]:
     """Public material and names: certificates and public keys (to their END line, or the end of
-    their base64 when it was cut off), SSH public keys, data URIs, content hashes, wikilinks."""
+    their base64 when it was cut off), SSH public keys, data URIs, content hashes, wikilinks, an
+    Excalidraw drawing's compressed block."""
     spans = [m.span() for m in _PUBLIC_MATERIAL.finditer(text.text)]
+    if "```compressed-json" in text.text:
+        spans += [m.span() for m in _DRAWING.finditer(text.text)]
     for begin in _PUBLIC_BEGIN.finditer(text.text):
         end = text.text.find(f"-----END {begin.group(1)}-----", begin.end())
         spans.append(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vaultmem.errors import MalformedNote
 from vaultmem.notes.frontmatter import NoteText, compose, parse
+from vaultmem.notes.ids import is_full_id
 
 #: Statuses a note may carry. ``unfiled`` is a capture awaiting review; ``deleted`` is a soft delete.
 STATUSES = frozenset({"active", "unfiled", "deleted", "superseded", "archived", "expired"})
@@ -26,6 +28,15 @@ OWNED_KEYS = (
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on", "contradicts",
     "supports", "link_created", "link_targets",
 )  # fmt: skip
+
+
+#: The drawing in a note the Excalidraw plugin saves (``excalidraw-plugin:`` in its properties): a
+#: "Drawing" heading and a fenced block of the drawing's JSON (``json``, or base64 of it in
+#: ``compressed-json``), to its closing fence or the note's end.
+_DRAWING = re.compile(
+    r"^#{1,2} Drawing[ \t]*\r?\n```(?:compressed-)?json[ \t]*\r?\n.*?(?:^```[ \t]*$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 def utc_now() -> dt.datetime:
@@ -102,6 +113,10 @@ class Note:
     persons: bool = False
     #: Why the properties of the person's file could not be read (its text is then all body).
     unreadable_properties: str | None = None
+    #: The sha256 of the whole file when only its start was read (a person's file over the size
+    #: cap, ``vault/catalog.py``): ``content_hash`` stays the file's, so an edit past the part read
+    #: is still a change.
+    file_sha256: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -110,6 +125,8 @@ class Note:
     @property
     def content_hash(self) -> str:
         """sha256 of the note file's exact bytes (empty text when the note was not read from a file)."""
+        if self.file_sha256 is not None:
+            return self.file_sha256
         data = self.text.to_bytes() if self.text is not None else b""
         return hashlib.sha256(data).hexdigest()
 
@@ -199,13 +216,22 @@ def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:
         importance = None
     title = text_key("title") or stem
     note_id = text_key("id")
+    if persons and note_id is not None and not is_full_id(note_id):
+        # The person's own id (a Zettelkasten minute stamp, a book's number, a template's `<% … %>`),
+        # which two of their notes may share: vaultmem's ids are UUIDs, this note gets one of its path.
+        note_id = None
+    body = doc.body
+    if persons and "excalidraw-plugin" in meta and "Drawing" in body:
+        # What a person reads of a drawing is its Text Elements; its data is thousands of lines of
+        # coordinates and base64 that matched queries and cost hundreds of windows to embed.
+        body = _DRAWING.sub("", body)
     return Note(
         path=path,
         id=note_id.lower() if note_id else None,
         title=title,
         kind=text_key("kind") or "note",
         status=status,
-        body=doc.body,
+        body=body,
         project=text_key("project"),
         tags=tags,
         created=text_key("created"),

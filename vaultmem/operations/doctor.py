@@ -19,7 +19,8 @@ from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.gitlock import GitLockInfo as GitLockInfo  # (the facade re-exports it)
 from vaultmem.vault.history import GitRepo
-from vaultmem.vault.layout import VaultLayout, is_conflict_copy, is_never_committed
+from vaultmem.vault.layout import VaultLayout, is_committed_at_start, is_conflict_copy, is_never_committed
+from vaultmem.vault.note_files import MAX_NOTE_BYTES
 from vaultmem.vault.reading import file_hash, shown
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ class DoctorReport:
     #: The person's notes whose properties YAML cannot read (``{path: why}``): searched as plain
     #: text. Listed, not counted against ``ok``: Obsidian flags them too, and they are the person's.
     unreadable_properties: dict[str, str] = field(default_factory=dict)
+    #: The person's notes over the size cap, 2 MiB (a pasted log, a drawing saved uncompressed):
+    #: searched and linked by their start, the first ``MAX_NOTE_BYTES``. Listed, not counted against ``ok``.
+    read_in_part: list[str] = field(default_factory=list)
     #: How the vault is laid out: where vaultmem's files are, what is the person's (see explain_layout).
     layout: Layout | None = None
     #: Whether the state directory holds a search index (``vaultmem reindex`` builds one).
@@ -91,6 +95,9 @@ class DoctorReport:
     uncommitted: list[str] = field(default_factory=list)
     #: Notes whose secrets and property links were not looked at, the time budget spent (health).
     unchecked: int = 0
+    #: Changes in hidden folders (``.obsidian/``: Obsidian's settings, its plugins' data) that
+    #: vaultmem commits when it next starts, never as they happen. Listed, not counted against ``ok``.
+    committed_at_start: list[str] = field(default_factory=list)
     #: What the person's git is in the middle of (a rebase, a detached HEAD...), when it is: vaultmem
     #: commits nothing meanwhile (``GitRepo.operation_in_progress``).
     git_operation: str | None = None
@@ -155,6 +162,7 @@ def diagnose(
         | set(side_files(repo, paths))  # a setting's side: merged by hand like a sync client's copy
     )
     report.layout = explain_layout(layout, entries)
+    report.read_in_part = sorted(e.path for e in entries if e.size > MAX_NOTE_BYTES)
     in_properties: set[tuple[str, str]] = set()
     read = 0
     for done, entry in enumerate(entries):
@@ -206,7 +214,9 @@ def diagnose(
         facts.keep(seen)
         facts.save()
     # (not an editor's lock, autosave or backup file, nor the trash: vaultmem never commits those)
-    report.uncommitted = sorted({shown(p) for p in repo.pending_changes() if not is_never_committed(p)})
+    pending = [p for p in repo.pending_changes() if not is_never_committed(p)]
+    report.uncommitted = sorted({shown(p) for p in pending if not is_committed_at_start(p)})
+    report.committed_at_start = sorted({shown(p) for p in pending if is_committed_at_start(p)})
     report.git_operation = repo.operation_in_progress()
     report.git_locks = [lock.to_dict(repo.lock_timeout) for lock in repo.locks()]
     with contextlib.suppress(OSError):

@@ -26,9 +26,9 @@ from vaultmem.filing.secrets import Finding, scan_note_text
 from vaultmem.notes import frontmatter, links
 from vaultmem.notes.links import link_key, recorded_targets, wikilink_targets
 from vaultmem.vault.atomic import atomic_write
-from vaultmem.vault.catalog import read_note_and_hash
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.note_files import read_note_and_hash
 from vaultmem.vault.reading import read_regular
 from vaultmem.vault.statefile import marshal_state, unmarshal_state
 

@@ -24,9 +24,10 @@ from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import derived_id
 from vaultmem.notes.links import TEXT_LINK, Edge, edges_of, name_key, text_edges, text_refs, typed_links
 from vaultmem.notes.model import Note
-from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.note_files import read_note
 
 
 def index_id(note: Note | Entry, catalog: Catalog | None = None) -> str:

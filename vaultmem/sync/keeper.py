@@ -30,7 +30,7 @@ from vaultmem.sync.reconcile import (
 )
 from vaultmem.sync.watcher import VaultWatcher, watch_vault
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.layout import VaultLayout, is_vault_file
 from vaultmem.vault.writer import VaultWriter
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class IndexKeeper:
     def sync_paths(self, rels: list[str]) -> dict[str, str]:
         """:meth:`sync_path` for many paths due at once (a merge another process made, a sync
         client's batch): the catalog reads each, then the index takes them in one batch."""
-        notes = [r for r in rels if not self.layout.is_side_file(r) and self.layout.skip_reason(r) is None]
+        notes = [r for r in rels if not self._not_a_note(r) and self.layout.skip_reason(r) is None]
         plain = set(notes)
         outcomes = {r: self.sync_path(r) for r in rels if r not in plain}
         for rel in notes:
@@ -132,12 +132,16 @@ class IndexKeeper:
     def sync_path(self, rel: str) -> str:
         """One watched path: catalog and index brought up to date (the catalog locks itself).
 
-        A side file (a slot or a project.yaml: not a note) has nothing to index; ``changed`` has the
-        watcher commit a person's edit to it (a no-op when vaultmem's own commit already holds it).
+        A side file (a slot or a project.yaml) or another file that is not a note (an image, a
+        canvas) has nothing to index; ``changed`` has the watcher commit a person's edit to it (a
+        no-op when vaultmem's own commit already holds it).
         """
-        if self.layout.is_side_file(rel):
+        if self._not_a_note(rel):
             return "skipped" if self.layout.skip_reason(rel) else "changed"
         return sync_path(self.layout, self.catalog, self.index, rel, self.graph)
+
+    def _not_a_note(self, rel: str) -> bool:
+        return self.layout.is_side_file(rel) or is_vault_file(rel)
 
     def _rescan(self) -> list[str]:
         report = self.reconcile()

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.errors import GitError
-from vaultmem.vault.catalog import MAX_NOTE_BYTES
 from vaultmem.vault.detours import Detour, detours, on_first_parent_line
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import bad_name_reason, is_ignored_rel
@@ -108,13 +107,13 @@ def _changes(fields: list[bytes]) -> list[tuple[str, str | None]]:
 
 
 def read_blobs(repo: GitRepo, shas: Sequence[str]) -> dict[str, bytes]:
-    """The contents of these blobs (``GitRepo.blobs``, :data:`BLOB_BATCH` a call); missing ones and
-    notes over the size cap are left out."""
+    """The contents of these blobs (``GitRepo.blobs``, :data:`BLOB_BATCH` a call); missing ones are
+    left out (a note over the size cap is judged by its path: ``catalog.note_of_bytes``)."""
     found: dict[str, bytes] = {}
     for start in range(0, len(shas), BLOB_BATCH):
         chunk = shas[start : start + BLOB_BATCH]
         for sha, raw in zip(chunk, repo.blobs(chunk), strict=True):
-            if raw is not None and len(raw) <= MAX_NOTE_BYTES:
+            if raw is not None:
                 found[sha] = raw
     return found
 

@@ -18,8 +18,9 @@ from vaultmem.index.records import NoteRecord
 from vaultmem.notes.links import text_refs
 from vaultmem.notes.model import Note
 from vaultmem.sync.graph import EdgeGraph, index_id
-from vaultmem.vault.catalog import Catalog, read_note
+from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.layout import VaultLayout, bad_name_reason, is_conflict_copy
+from vaultmem.vault.note_files import read_note
 from vaultmem.vault.reading import shown
 
 if TYPE_CHECKING:

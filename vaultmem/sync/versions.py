@@ -26,13 +26,12 @@ from vaultmem.errors import GitError, IndexError_, InvalidInput, MalformedNote
 from vaultmem.index.note_index import NoteIndex
 from vaultmem.index.versions import RECORD_FIELDS, PastView, Version, VersionStore
 from vaultmem.notes.ids import derived_id
-from vaultmem.notes.model import note_from_text
 from vaultmem.sync.mainline import LineCommit, RefsWatch, batches, head_of, main_line, read_blobs
 from vaultmem.sync.reconcile import record_for
-from vaultmem.vault.catalog import note_text
 from vaultmem.vault.entry import ENTRY_FIELDS, Entry
 from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import is_conflict_copy
+from vaultmem.vault.note_files import note_of_bytes
 
 __all__ = ["SNAPSHOT", "AsOf", "PastIndex", "parse_as_of"]
 
@@ -279,7 +278,7 @@ class PastIndex:
             return None
         try:
             persons = not self._writable(path)
-            note = note_from_text(note_text(raw, path, persons), path, persons=persons)
+            note = note_of_bytes(raw, path, persons)
         except MalformedNote:
             return None
         record = record_for(note)

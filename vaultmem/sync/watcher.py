@@ -23,7 +23,7 @@ from watchdog.observers import Observer
 
 from vaultmem.config import Settings
 from vaultmem.errors import VaultmemError
-from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel, is_side_file
+from vaultmem.vault.layout import IGNORED_DIRS, is_ignored_rel, is_side_file, is_vault_file
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,9 +32,9 @@ T = TypeVar("T")
 _READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
 _WATCHDOG_LOGGERS = ("watchdog.observers.inotify", "watchdog.observers.inotify_c")
 #: What ``sync_path`` did that is the person's change to record in git: a note indexed or removed,
-#: a side file changed, and also a note left out of the index (malformed frontmatter, a name that
-#: is not UTF-8): git is the audit trail of what the person did too. A pipe or socket (``skipped``)
-#: is nothing git could record.
+#: a side file or another file of the vault (an image, a canvas) changed, and also a note left out
+#: of the index (malformed frontmatter, a name that is not UTF-8): git is the audit trail of what
+#: the person did too. A pipe or socket (``skipped``) is nothing git could record.
 _COMMITTED = frozenset({"indexed", "removed", "changed", "malformed", "unreadable"})
 #: Paths due at once from which they go to ``sync_paths`` in one batch: one index write for all,
 #: not one each, every one waiting for the one before (1,000 notes a merge brought in).
@@ -128,7 +128,8 @@ class VaultWatcher:
 
     # -- events -------------------------------------------------------------------------------
     def relative(self, raw: str) -> str | None:
-        """The vault-relative path of an event's path, or None when it is not a note to watch."""
+        """The vault-relative path of an event's path, or None when it is not a note to watch (nor a
+        side file or another file of the vault's to commit: an image, a canvas)."""
         path = Path(raw)
         try:
             rel = path.relative_to(self.root).as_posix()
@@ -137,7 +138,7 @@ class VaultWatcher:
         if path == self.state_dir or self.state_dir in path.parents:
             return None
         if rel.split("/", 1)[0] in IGNORED_DIRS or (
-            is_ignored_rel(rel, self.home) and not is_side_file(rel, self.home)
+            is_ignored_rel(rel, self.home) and not is_side_file(rel, self.home) and not is_vault_file(rel)
         ):
             return None
         return rel
@@ -194,6 +195,13 @@ class VaultWatcher:
                     folder,
                     self.rescan_interval,
                 )
+
+    def _touch_files_in(self, folder: Path) -> None:
+        """The files in a folder that just appeared that are not notes (an image saved there before
+        its watch was up) are looked at as if changed: the rescan that follows reads only notes."""
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS and not d.startswith(".")]
+            self.touch(*(f"{dirpath}{os.sep}{name}" for name in filenames if not name.endswith(".md")))
 
     def request_rescan(self) -> None:
         with self._cond:
@@ -302,6 +310,7 @@ class VaultWatcher:
             sync_path, rescan_vault, commit = self._handlers()
             for folder in sorted(new_folders):
                 _safe(partial(self._watch, folder), None)
+                _safe(partial(self._touch_files_in, folder), None)
             changed: list[str] = []
             if rescan:
                 next_rescan = now + self.rescan_interval

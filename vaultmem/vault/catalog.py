@@ -10,17 +10,16 @@ current by the write path and the watcher. Malformed notes are recorded as probl
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from vaultmem.errors import InvalidInput, MalformedNote
+from vaultmem.errors import MalformedNote
 from vaultmem.notes.ids import canonical_id, derived_id
 from vaultmem.notes.links import name_key
-from vaultmem.notes.model import Note, note_from_text
+from vaultmem.notes.model import Note
 from vaultmem.vault.catalog_cache import load_entries, save_entries
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.gone import GoneNotes
@@ -35,52 +34,11 @@ from vaultmem.vault.link_paths import closest as _closest
 from vaultmem.vault.link_paths import dir_of as _dir_of
 from vaultmem.vault.link_paths import path_link
 from vaultmem.vault.multimap import Multimap
-from vaultmem.vault.reading import FileTooLarge, NotARegularFile, read_regular, shown
+from vaultmem.vault.note_files import read_note
+from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
 IDEM_TAG_PREFIX = "idem-"
-#: A note file larger than this is reported and left alone, never read into memory or indexed.
-MAX_NOTE_BYTES = 2 * 1024 * 1024
-
-
-def read_note(layout: VaultLayout, rel: str) -> Note:
-    """Read and parse one note; raise MalformedNote for a file that cannot be read as a note."""
-    return read_note_and_hash(layout, rel)[0]
-
-
-def read_note_and_hash(layout: VaultLayout, rel: str) -> tuple[Note, str]:
-    """:func:`read_note`, with the sha256 of the bytes it was parsed from."""
-    try:
-        path = layout.resolve(rel)
-    except InvalidInput as exc:  # a symlink out of the vault: reported, never followed
-        raise MalformedNote(f"{rel}: links to a file outside the vault; vaultmem does not follow it") from exc
-    try:
-        raw = read_regular(path, MAX_NOTE_BYTES)  # never blocks: a pipe is refused, not opened
-    except FileTooLarge as exc:  # checked before reading: a pasted 1 GB log costs nothing
-        raise MalformedNote(
-            f"{rel}: is {exc.size / 2**20:.1f} MiB; notes over {MAX_NOTE_BYTES // 2**20} MiB are not "
-            "read or indexed (a pasted log?): split it or move it out of the vault"
-        ) from exc
-    except NotARegularFile as exc:
-        raise MalformedNote(f"{rel}: is {exc.kind}, not a file; vaultmem never reads it") from exc
-    except OSError as exc:
-        raise MalformedNote(f"{rel}: cannot be read ({exc.strerror})") from exc
-    persons = not layout.writable(rel)
-    return note_from_text(note_text(raw, rel, persons), rel, persons=persons), hashlib.sha256(raw).hexdigest()
-
-
-def note_text(raw: bytes, rel: str, persons: bool) -> str:
-    """A note file's bytes as text; raise MalformedNote when they are not UTF-8.
-
-    A byte of another encoding in the person's own file (an old Windows-1252 é) reads as U+FFFD, as
-    an editor shows it: the file is theirs and never written. A NUL byte says the file is binary.
-    """
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if not persons or b"\0" in raw:
-            raise MalformedNote(f"{rel}: is not UTF-8 text") from exc
-        return raw.decode("utf-8", errors="replace")
 
 
 class Catalog:

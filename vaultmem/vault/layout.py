@@ -70,6 +70,13 @@ def is_never_committed(rel: str) -> bool:
     return not parts or any(p in NEVER_COMMITTED_DIRS for p in parts[:-1]) or is_ignored_name(parts[-1])
 
 
+def is_committed_at_start(rel: str) -> bool:
+    """True for a file vaultmem commits when it starts rather than as it changes: what a hidden
+    folder holds (Obsidian's settings and its plugins' data in ``.obsidian/``), or a hidden file.
+    The watcher does not watch them (Obsidian rewrites ``workspace.json`` every few seconds)."""
+    return any(part.startswith(".") for part in PurePosixPath(rel).parts)
+
+
 #: vaultmem's own folder in a vault: the project registry and the slots live under it.
 DESK_DIR = "desk"
 #: Slot files (graph tools: memory_reflect, memory_status): Markdown a person reads and edits, global
@@ -92,6 +99,17 @@ def is_side_file(rel: str, home: str = "") -> bool:
         return False
     name = rel.rsplit("/", 1)[-1]
     return name in SLOT_FILES or name == PROJECT_FILE
+
+
+def is_vault_file(rel: str) -> bool:
+    """True for a file of the vault that is no note but is the vault's all the same: an image or a
+    PDF a person pasted into ``attachments/``, a canvas, a drawing's SVG export, ``filing.yaml``.
+    Committed like notes (the watcher commits a person's change to one), never read or indexed.
+    Not what hidden folders hold (``.obsidian/``, committed at vaultmem's start) nor leftovers."""
+    parts = PurePosixPath(rel).parts
+    if not parts or rel.endswith(".md") or parts[-1].startswith("."):
+        return False
+    return not any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]) and not is_never_committed(rel)
 
 
 def bad_name_reason(rel: str) -> str | None:

@@ -25,6 +25,8 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISDIR, "a folder"),
 )
+#: How much of a file is hashed at a time.
+_CHUNK = 1 << 20
 
 
 class NotARegularFile(OSError):
@@ -91,10 +93,22 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
+def read_head(path: Path | str, limit: int) -> tuple[bytes, str]:
+    """The first ``limit`` bytes of a regular file and the sha256 of all of it, read without
+    blocking and holding no more than ``limit`` bytes at once (a person's 1 GB pasted log).
+    Raises as :func:`read_regular` does."""
+    with open_regular(path) as f:
+        head = f.read(limit)
+        digest = hashlib.sha256(head)
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return head, digest.hexdigest()
+
+
 def file_hash(path: Path) -> str | None:
     """sha256 of a file's bytes now; None when it cannot be read (gone, say, or not a file)."""
     try:
-        return hashlib.sha256(read_regular(path)).hexdigest()
+        return read_head(path, _CHUNK)[1]
     except OSError:
         return None
 

@@ -16,8 +16,8 @@ from vaultmem.errors import ChangedOnDisk, MalformedNote, VaultError
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.model import Note, note_from_doc, note_from_text
 from vaultmem.vault.atomic import atomic_write, fsync_dir, temp_name, write_temp
-from vaultmem.vault.catalog import read_note_and_hash
 from vaultmem.vault.layout import VaultLayout
+from vaultmem.vault.note_files import read_note_and_hash
 
 
 class NoteStore:
