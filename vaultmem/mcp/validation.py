@@ -6,7 +6,9 @@ validation error for memory_recallArguments ...") and no status code. :class:`To
 such a call in the wire envelope instead, as a classified failure ``{message, statusCode: 400,
 retryable: false}`` whose message names each argument at fault and the values it allows, read from
 the same schema the client was given. A vaultmem error raised inside any tool reaches the caller
-the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
+the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix. Every tool's
+published output schema admits that failure (:meth:`ToolServer.list_tools`), so a client that checks
+an error's structured content against the schema, as the TypeScript SDK does, reads the message.
 Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
 
 Every call runs as its caller (:func:`_caller`): the agent its bearer token names, the client's
@@ -26,12 +28,12 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, Tool
 from pydantic import ValidationError
 
 from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.errors import InvalidInput, VaultmemError
-from vaultmem.mcp.envelope import failure
+from vaultmem.mcp.envelope import admitting_failure, failure
 
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
@@ -44,6 +46,15 @@ MAX_CLIENT_CHARS = 100
 
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools, each output schema admitting the classified failure (module docstring)."""
+        return [
+            tool.model_copy(update={"output_schema": admitting_failure(tool.output_schema)})
+            if tool.output_schema is not None
+            else tool
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

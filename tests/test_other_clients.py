@@ -1,0 +1,108 @@
+"""What MCP clients other than the Python SDK meet at the daemon: the TypeScript SDK (the client of
+most hosts, and of the MCP Inspector), and a host's own JSON-RPC over HTTP or stdio.
+
+The TypeScript SDK's ``callTool`` checks an answer's ``structuredContent`` against the tool's
+published output schema whenever it is present, error answers included, and throws instead of
+returning the answer on a mismatch; the Python SDK skips the check for ``isError`` answers. The
+checks here are that client's, done with ``jsonschema`` on what the daemon sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+from graph_wire import Wire
+from mcp_harness import mcp_client, running_daemon
+
+from vaultmem.mcp.tools import TOOL_NAMES
+from vaultmem.server.daemon import Daemon
+
+
+@pytest.fixture
+def daemon(vault: Path, tmp_path: Path) -> Iterator[Daemon]:
+    with running_daemon(vault, tmp_path / "token") as running:
+        yield running
+
+
+def published_output_schemas(daemon: Daemon) -> dict[str, dict[str, Any]]:
+    """Each tool's output schema, as ``tools/list`` gives it to a client."""
+    schemas: dict[str, dict[str, Any]] = {}
+
+    async def main() -> None:
+        async with mcp_client(daemon.url, daemon.token()) as client:
+            for tool in (await client.list_tools()).tools:
+                assert tool.output_schema is not None, tool.name
+                schemas[tool.name] = tool.output_schema
+
+    anyio.run(main)
+    return schemas
+
+
+def schema_problem(schema: dict[str, Any], structured: dict[str, Any] | None) -> str | None:
+    """What the TypeScript SDK's check finds wrong with an answer (None: it accepts it)."""
+    if structured is None:
+        return None  # an error without structured content passes; a success without it does not
+    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(structured))
+    return None if error is None else error.message
+
+
+#: One failing call per tool: a refusal of the input schema, or of the tool itself.
+FAILURES: list[tuple[str, dict[str, Any]]] = [
+    ("memory_search", {"query": "deploy", "limit": 0}),
+    ("memory_search", {"query": "deploy", "kind": "banana"}),
+    ("memory_append", {"content": "Restart after a port change.", "kind": "banana"}),
+    ("memory_append", {"content": "Restart after a port change."}),
+    ("memory_capture", {"content": 5}),
+    ("memory_forget", {"id": "01a22ad9-1ef8-7092-b2d8-c97e494c971d"}),
+    ("memory_forget", {"id": "nope"}),
+    ("memory_recall", {"action": "get", "thought_id": "01a22ad9-1ef8-7092-b2d8-c97e494c971d"}),
+    ("memory_store", {"action": "create"}),
+    ("memory_supersede", {"action": "archive"}),
+    ("memory_manage", {"action": "rename"}),
+    ("memory_reflect", {"action": "reflect"}),
+    ("memory_status", {"action": "vibes"}),
+    ("memory_primers", {"action": "purge"}),
+    ("edge_review", {"action": "approve"}),
+    ("retention_review", {"action": "list", "limit": "all"}),
+    ("memory_crystallize", {"action": "graph", "status": "alive"}),
+]
+
+
+def test_every_tools_error_answer_fits_its_published_output_schema(daemon: Daemon) -> None:
+    """Found with the TypeScript SDK (1.32) and the MCP Inspector CLI: every error of
+    memory_search, memory_append, memory_forget (and a schema refusal of memory_capture) carried
+    ``structuredContent = {result: {error}}`` while the tool's schema asked for its own result
+    (``{results, total, cursor}``...), so the client threw "Structured content does not match the
+    tool's output schema" and the host never showed the message that said what to do."""
+    schemas = published_output_schemas(daemon)
+    assert {tool for tool, _ in FAILURES} == set(TOOL_NAMES) - {"memory_guide"}
+    wire = Wire(daemon)
+    for tool, arguments in FAILURES:
+        result = wire.call(tool, **arguments)
+        assert result.is_error, (tool, arguments, result.structured_content)
+        message = result.content[0].text  # type: ignore[union-attr]
+        assert schema_problem(schemas[tool], result.structured_content) is None, (tool, message)
+        assert result.structured_content is not None, (tool, message)  # the classification stays
+        error = result.structured_content["result"]["error"]
+        assert error["message"] == message and error["statusCode"] in (400, 404), (tool, error)
+
+
+def test_the_widened_schemas_still_hold_each_tool_to_its_own_result(daemon: Daemon) -> None:
+    """A success is checked against the tool's own result as before: a search answer missing
+    ``total`` would be refused, and real answers are accepted."""
+    schemas = published_output_schemas(daemon)
+    wire = Wire(daemon)
+    appended = wire.call("memory_append", content="Staging listens on 6543.", kind="reference")
+    searched = wire.call("memory_search", query="staging")
+    assert not appended.is_error and not searched.is_error
+    assert schema_problem(schemas["memory_append"], appended.structured_content) is None
+    assert schema_problem(schemas["memory_search"], searched.structured_content) is None
+    assert searched.structured_content is not None
+    short = {k: v for k, v in searched.structured_content.items() if k != "total"}
+    assert schema_problem(schemas["memory_search"], short) is not None
+    assert schema_problem(schemas["memory_forget"], {"id": "x", "status": "gone", "already_deleted": False})
