@@ -9,6 +9,8 @@ checks here are that client's, done with ``jsonschema`` on what the daemon sent.
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,14 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
+from conftest import note_files
 from graph_wire import Wire
-from mcp_harness import mcp_client, running_daemon
+from mcp_harness import Lines, fake_stdio_command, mcp_client, running_daemon, stdio_env
+from test_server_http import post
 
 from vaultmem.mcp.tools import TOOL_NAMES
 from vaultmem.server.daemon import Daemon
+from vaultmem.server.surrogates import replace_lone_surrogates
 
 
 @pytest.fixture
@@ -106,3 +111,92 @@ def test_the_widened_schemas_still_hold_each_tool_to_its_own_result(daemon: Daem
     short = {k: v for k, v in searched.structured_content.items() if k != "total"}
     assert schema_problem(schemas["memory_search"], short) is not None
     assert schema_problem(schemas["memory_forget"], {"id": "x", "status": "gone", "already_deleted": False})
+
+
+# -- text cut in the middle of an emoji -------------------------------------------------------------
+
+#: What ``JSON.stringify`` writes for ``"Deploy notes 🚀".slice(0, 14)``: the emoji's first half,
+#: escaped (a JavaScript string is UTF-16; slicing it by length cut the pair).
+CUT_CALL = (
+    b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_append",'
+    b'"arguments":{"content":"Deploy notes \\ud83d","kind":"reference","title":"Cut \\ude80 title"}}}'
+)
+
+
+def the_note_saying(vault: Path, words: str) -> str:
+    [text] = [t for t in (p.read_text(encoding="utf-8") for p in note_files(vault)) if words in t]
+    return text
+
+
+def test_text_cut_in_the_middle_of_an_emoji_is_written_over_http_with_a_replacement_character(
+    daemon: Daemon, vault: Path
+) -> None:
+    """Found with the TypeScript SDK: the whole request was refused with a JSON-RPC parse error
+    ("unexpected end of hex escape"), which the SDK throws as a transport error: no tool ran, and
+    no message said what was wrong."""
+    opened = post(daemon, token=daemon.token())
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    answer = post(daemon, token=daemon.token(), content=CUT_CALL, headers=session)
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert not result.get("isError"), result
+    text = the_note_saying(vault, "Deploy notes")
+    assert "Deploy notes \ufffd" in text and "Cut \ufffd title" in text
+
+
+def test_text_cut_in_the_middle_of_an_emoji_is_answered_over_stdio(vault: Path) -> None:
+    """Over stdio the SDK's reader dropped the line it could not parse: the call was never answered,
+    and the host waited for its own timeout (the TypeScript SDK's: 60 s)."""
+    command, args = fake_stdio_command(vault)
+    process = subprocess.Popen(
+        [command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=stdio_env(),
+        encoding="utf-8",
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies = Lines(process.stdout)
+    try:
+        client = {"name": "t", "version": "0"}
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ):
+            process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.write(CUT_CALL.decode("ascii") + "\n")
+        process.stdin.flush()
+        reply = json.loads(replies.until(r'"id":\s*2\b', timeout=30).string)
+        assert not reply["result"].get("isError"), reply
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        replies.thread.join(timeout=30)
+        process.stdout.close()
+    assert "Deploy notes \ufffd" in the_note_saying(vault, "Deploy notes")
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        (b'{"a":"x\\ud83d"}', '{"a": "x\ufffd"}'),  # a lone first half
+        (b'{"a":"\\ude80x","\\udc00":1}', '{"a": "\ufffdx", "\ufffd": 1}'),  # lone second halves
+        (b'{"a":"\\ud83d\\ude80"}', None),  # a whole pair, as an ASCII-only writer escapes 🚀
+        (b'{"a":"\\\\ud83d"}', None),  # an escaped backslash, then the letters ud83d
+        (b'{"a":"\\ud83d"', None),  # not JSON: left to the SDK's parser to answer
+        (b"[" * 100_000 + b'"\\ud83d"' + b"]" * 100_000, None),  # too deep to read here
+    ],
+)
+def test_only_a_lone_surrogate_is_replaced_and_everything_else_passes_byte_for_byte(
+    sent: bytes, read: str | None
+) -> None:
+    got = replace_lone_surrogates(sent)
+    if read is None:
+        assert got is sent
+    else:
+        assert json.loads(got) == json.loads(read)

@@ -40,6 +40,7 @@ from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.mcp.validation import AGENT_SCOPE_KEY
 from vaultmem.memory import Memory
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
+from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile
 
 MCP_PATH = "/mcp"
@@ -141,7 +142,8 @@ class WholeBody:
     """Call the application once the request's body is in; a client gone before that ends here.
 
     A client that hung up mid-body, or was dropped for sending it too slowly, has nobody left to
-    answer; passed on, the MCP SDK logged each one as an error with a traceback.
+    answer; passed on, the MCP SDK logged each one as an error with a traceback. A body with half an
+    emoji escaped in it is passed on with U+FFFD in its place (``surrogates.py``).
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -159,7 +161,12 @@ class WholeBody:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        whole: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        body = b"".join(chunks)
+        readable = replace_lone_surrogates(body)
+        if readable is not body:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+            scope = {**scope, "headers": [*headers, (b"content-length", str(len(readable)).encode())]}
+        whole: list[Message] = [{"type": "http.request", "body": readable, "more_body": False}]
 
         async def replay() -> Message:
             return whole.pop() if whole else await receive()

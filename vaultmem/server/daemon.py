@@ -35,6 +35,7 @@ from vaultmem.memory import Embedder, Memory, Progress
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
 from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
 from vaultmem.server.protocol import deadline_protocol
+from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile, ensure_token, token_path
 
 log = logging.getLogger(__name__)
@@ -259,6 +260,10 @@ class _StdinRelay:
     reading end gets a clean EOF when :meth:`end` shuts the writing end (without closing it, so
     no descriptor is recycled under the pump thread), and the server then stops as if the host
     had hung up. :meth:`close` points descriptor 0 back at the host's pipe.
+
+    The pump passes on whole lines (one JSON-RPC message each), a line with half an emoji escaped
+    in it with U+FFFD in its place (``surrogates.py``): the SDK's parser refused such a line and
+    never answered it.
     """
 
     def __init__(self) -> None:
@@ -270,9 +275,16 @@ class _StdinRelay:
         self._pump_thread.start()
 
     def _pump(self) -> None:
+        started: list[bytes] = []  # the line being read, in the pieces it arrived in
         try:
             while chunk := os.read(self._source, 65536):
-                self._writer.sendall(chunk)
+                *lines, rest = chunk.split(b"\n")
+                if lines:
+                    lines[0] = b"".join([*started, lines[0]])
+                    started.clear()
+                    self._writer.sendall(b"".join(replace_lone_surrogates(line) + b"\n" for line in lines))
+                started.append(rest)
+            self._writer.sendall(replace_lone_surrogates(b"".join(started)))
         except (OSError, ValueError):
             pass  # stdin closed, or the relay already ended
         finally:
