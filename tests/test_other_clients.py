@@ -21,9 +21,10 @@ import pytest
 from conftest import note_files
 from graph_wire import Wire
 from mcp_harness import Lines, fake_stdio_command, mcp_client, running_daemon, stdio_env
-from test_server_http import post
+from test_server_http import INITIALIZE, post
 
 from vaultmem.mcp.tools import TOOL_NAMES
+from vaultmem.server.batches import batch_lines
 from vaultmem.server.daemon import Daemon
 from vaultmem.server.surrogates import replace_lone_surrogates
 
@@ -200,3 +201,78 @@ def test_only_a_lone_surrogate_is_replaced_and_everything_else_passes_byte_for_b
         assert got is sent
     else:
         assert json.loads(got) == json.loads(read)
+
+
+# -- JSON-RPC batches (protocol 2025-03-26) ---------------------------------------------------------
+
+#: A 2025-03-26 client's batch: a ping, a write and a notification in one JSON array.
+BATCH = [
+    {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "memory_append", "arguments": {"content": "Batched fix.", "kind": "fix"}},
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def test_a_batch_over_http_is_answered_message_by_message_in_one_array(daemon: Daemon, vault: Path) -> None:
+    """Protocol 2025-03-26 lets a client batch; the SDK answered a batch with a 400 carrying
+    pydantic's validation dump, and nothing in it ran."""
+    hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+    opened = post(daemon, token=daemon.token(), content=json.dumps(hello))
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
+    answer = post(daemon, token=daemon.token(), content=json.dumps(BATCH), headers=session)
+    assert answer.status_code == 200, answer.text
+    ping, append = answer.json()
+    assert ping == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert append["id"] == 4 and not append["result"]["isError"], append
+    assert "Batched fix." in the_note_saying(vault, "Batched fix.")
+    empty = post(daemon, token=daemon.token(), content="[]", headers=session)
+    assert empty.status_code == 400 and "batch is empty" in empty.json()["error"]["message"]
+    unknown = {**session, "mcp-session-id": "x"}
+    gone = post(daemon, token=daemon.token(), content=json.dumps(BATCH[:1]), headers=unknown)
+    assert gone.status_code == 404  # refused alike, as one message would be
+
+
+def test_a_batch_over_stdio_is_answered_one_line_per_request(vault: Path) -> None:
+    """Over stdio the SDK dropped the batch's line: none of its requests was ever answered."""
+    command, args = fake_stdio_command(vault)
+    process = subprocess.Popen(
+        [command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=stdio_env(),
+        encoding="utf-8",
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies = Lines(process.stdout)
+    try:
+        hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+        for line in (
+            json.dumps(hello),
+            json.dumps(BATCH),
+            json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        ):
+            process.stdin.write(line + "\n")
+        process.stdin.flush()
+        answered = {json.loads(replies.until(r'"id":\s*[345]\b', timeout=30).string)["id"] for _ in range(3)}
+        assert answered == {3, 4, 5}
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        replies.thread.join(timeout=30)
+        process.stdout.close()
+    assert "Batched fix." in the_note_saying(vault, "Batched fix.")
+
+
+def test_only_a_json_array_is_taken_apart() -> None:
+    assert batch_lines(b'[{"id": 1}, {"id": 2}]') == [b'{"id": 1}', b'{"id": 2}']
+    for line in (b'{"id": 1}', b"[not json", b"[]", b"  ", b'"[x]"'):
+        assert batch_lines(line) == [line]

@@ -39,6 +39,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.mcp.validation import AGENT_SCOPE_KEY
 from vaultmem.memory import Memory
+from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile
@@ -227,6 +228,7 @@ def build_app(
     budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
     memory.report_sessions(budget.counts)  # memory_status health says how many are open
     app = Health(budget)
+    app = Unbatched(app, path=MCP_PATH)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
     app = BearerAuth(app, tokens)

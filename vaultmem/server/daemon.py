@@ -33,6 +33,7 @@ from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.memory import Embedder, Memory, Progress
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.batches import batch_lines
 from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
 from vaultmem.server.protocol import deadline_protocol
 from vaultmem.server.surrogates import replace_lone_surrogates
@@ -261,9 +262,9 @@ class _StdinRelay:
     no descriptor is recycled under the pump thread), and the server then stops as if the host
     had hung up. :meth:`close` points descriptor 0 back at the host's pipe.
 
-    The pump passes on whole lines (one JSON-RPC message each), a line with half an emoji escaped
-    in it with U+FFFD in its place (``surrogates.py``): the SDK's parser refused such a line and
-    never answered it.
+    The pump passes on whole lines (one JSON-RPC message each): a line with half an emoji escaped
+    in it with U+FFFD in its place (``surrogates.py``), a batch as a line per message
+    (``batches.py``). The SDK's reader dropped both without an answer.
     """
 
     def __init__(self) -> None:
@@ -282,9 +283,9 @@ class _StdinRelay:
                 if lines:
                     lines[0] = b"".join([*started, lines[0]])
                     started.clear()
-                    self._writer.sendall(b"".join(replace_lone_surrogates(line) + b"\n" for line in lines))
+                    self._writer.sendall(b"".join(m + b"\n" for line in lines for m in _as_read(line)))
                 started.append(rest)
-            self._writer.sendall(replace_lone_surrogates(b"".join(started)))
+            self._writer.sendall(b"\n".join(_as_read(b"".join(started))))
         except (OSError, ValueError):
             pass  # stdin closed, or the relay already ended
         finally:
@@ -297,6 +298,11 @@ class _StdinRelay:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.dup2(self._source, self._stdin)
+
+
+def _as_read(line: bytes) -> list[bytes]:
+    """A line from the host as the lines the SDK can read (see :class:`_StdinRelay`)."""
+    return batch_lines(replace_lone_surrogates(line))
 
 
 def run_stdio(
