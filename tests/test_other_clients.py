@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import jsonschema
 import pytest
 from conftest import note_files
 from graph_wire import Wire
-from mcp_harness import Lines, fake_stdio_command, mcp_client, running_daemon, stdio_env
+from mcp_harness import Lines, fake_stdio_command, mcp_client, running_daemon, stdio_env, wait_for
 from test_server_http import INITIALIZE, post
 
 from vaultmem.mcp.tools import TOOL_NAMES
@@ -276,3 +278,63 @@ def test_only_a_json_array_is_taken_apart() -> None:
     assert batch_lines(b'[{"id": 1}, {"id": 2}]') == [b'{"id": 1}', b'{"id": 2}']
     for line in (b'{"id": 1}', b"[not json", b"[]", b"  ", b'"[x]"'):
         assert batch_lines(line) == [line]
+
+
+# -- a request id used twice at once ------------------------------------------------------------------
+
+
+def test_a_request_id_still_being_answered_is_refused_and_the_first_call_still_gets_its_answer(
+    daemon: Daemon, vault: Path
+) -> None:
+    """A host that numbers its requests per agent and shares one session between two (a gateway,
+    a proxy) sent a second request with the id of one still running: the SDK matches an answer to
+    its POST by id, so the first POST was never answered, while its write was done."""
+    opened = post(daemon, token=daemon.token())
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    append = {
+        "name": "memory_append",
+        "arguments": {"content": "Written once, answered once.", "kind": "fix"},
+    }
+    guide = {"name": "memory_guide", "arguments": {}}
+    lock_file = vault / ".vaultmem" / "write.lock"
+    holder = subprocess.Popen(  # another process writing: the append waits for the vault's lock
+        [sys.executable, "-c", HOLD_LOCK, str(lock_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(post, daemon, token=daemon.token(), content=call(7, append), headers=session)
+            wait_for(lambda: sessions_of(daemon)["in_use"] == 1)
+            second = post(daemon, token=daemon.token(), content=call(7, guide), headers=session)
+            assert second.status_code == 409, second.text
+            assert "request id 7 is already used" in second.json()["error"]["message"]
+            holder.stdin.close()  # the other process is done
+            answered = first.result(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    assert answered.status_code == 200 and not answered.json()["result"]["isError"], answered.text
+    assert the_note_saying(vault, "Written once, answered once.")
+    again = post(daemon, token=daemon.token(), content=call(7, guide), headers=session)
+    assert again.status_code == 200  # the id is free once its request is answered
+
+
+#: Holds an flock on argv[1] until its standard input closes.
+HOLD_LOCK = (
+    "import fcntl, sys\n"
+    "f = open(sys.argv[1], 'a')\n"
+    "fcntl.flock(f, fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def call(request_id: int, params: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def sessions_of(daemon: Daemon) -> dict[str, Any]:
+    assert daemon.memory is not None and daemon.memory._status.sessions is not None
+    return daemon.memory._status.sessions()

@@ -39,6 +39,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.mcp.validation import AGENT_SCOPE_KEY
 from vaultmem.memory import Memory
+from vaultmem.server.asgi import replaying
 from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
@@ -167,12 +168,8 @@ class WholeBody:
         if readable is not body:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
             scope = {**scope, "headers": [*headers, (b"content-length", str(len(readable)).encode())]}
-        whole: list[Message] = [{"type": "http.request", "body": readable, "more_body": False}]
-
-        async def replay() -> Message:
-            return whole.pop() if whole else await receive()
-
-        await self.app(scope, replay, send)
+        whole: Message = {"type": "http.request", "body": readable, "more_body": False}
+        await self.app(scope, replaying(whole, receive), send)
 
 
 class Health:

@@ -19,6 +19,8 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from vaultmem.server.asgi import replaying
+
 #: JSON whitespace, then the bracket that opens a batch (matched in place: a body is up to 1 MiB).
 _OPENS_ARRAY = re.compile(rb"[ \t\r\n]*\[")
 _EMPTY_BATCH = {"code": -32600, "message": "the batch is empty: send at least one JSON-RPC message"}
@@ -61,7 +63,7 @@ class Unbatched:
         first = await receive()
         messages = _batch(first.get("body", b""))
         if messages is None:
-            await self.app(scope, _replaying(first, receive), send)
+            await self.app(scope, replaying(first, receive), send)
             return
         if not messages:
             await _answer(send, 400, [], {"jsonrpc": "2.0", "id": None, "error": _EMPTY_BATCH})
@@ -92,7 +94,7 @@ class Unbatched:
                 chunks.append(sent.get("body", b""))
 
         whole: Message = {"type": "http.request", "body": body, "more_body": False}
-        await self.app(alone, _replaying(whole, receive), capture)
+        await self.app(alone, replaying(whole, receive), capture)
         status = int(start[0]["status"]) if start else 500
         raw_headers = list(start[0].get("headers", [])) if start else []
         text = b"".join(chunks)
@@ -102,15 +104,6 @@ class Unbatched:
         except ValueError:
             reply = None
         return status, raw_headers, reply
-
-
-def _replaying(first: Message, receive: Receive) -> Receive:
-    pending = [first]
-
-    async def replay() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return replay
 
 
 async def _answer(send: Send, status: int, headers: list[Any], body: Any) -> None:
