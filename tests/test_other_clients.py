@@ -26,6 +26,7 @@ from mcp_harness import Lines, fake_stdio_command, mcp_client, running_daemon, s
 from test_server_http import INITIALIZE, post
 
 from vaultmem.mcp.tools import TOOL_NAMES
+from vaultmem.notes.frontmatter import parse
 from vaultmem.server.batches import batch_lines
 from vaultmem.server.daemon import Daemon
 from vaultmem.server.surrogates import replace_lone_surrogates
@@ -338,3 +339,23 @@ def call(request_id: int, params: dict[str, Any]) -> str:
 def sessions_of(daemon: Daemon) -> dict[str, Any]:
     assert daemon.memory is not None and daemon.memory._status.sessions is not None
     return daemon.memory._status.sessions()
+
+
+# -- text that is JSON ------------------------------------------------------------------------------
+
+
+def test_a_text_argument_that_holds_json_is_stored_as_the_text_it_was(daemon: Daemon, vault: Path) -> None:
+    """Found by sending realistic text through every tool: the SDK decodes a string holding JSON for
+    every parameter not declared plain ``str``, so a thought whose content was a JSON snippet was
+    refused ("content must be text, not {'port': 6543}"), a merge's ``merged_content`` and a recall
+    ``query`` of ``[1, 2]`` too, and ``title: "null"`` became no title. A list sent as its JSON
+    text (``tags: '["a", "b"]'``, as Claude Desktop does) is still read as the list."""
+    wire = Wire(daemon)
+    for content in ('{"port": 6543}', "[1, 2]", "null"):
+        created = wire.store(action="create", content=content, tags='["config", "json"]')["item"]
+        assert created["content"] == content and created["tags"] == ["config", "json"], created
+    found = wire.recall(action="search", query="[1, 2]")["items"]
+    assert [hit["thought"]["content"] for hit in found][:1] == ["[1, 2]"]
+    appended = wire.call("memory_append", content="The staging port is 6543.", kind="reference", title="null")
+    assert not appended.is_error, appended.content
+    assert parse(the_note_saying(vault, "The staging port is 6543.")).meta["title"] == "null"

@@ -11,6 +11,11 @@ published output schema admits that failure (:meth:`ToolServer.list_tools`), so 
 an error's structured content against the schema, as the TypeScript SDK does, reads the message.
 Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
 
+A text argument is taken as the text it was sent as (:class:`_TextKept`): the SDK decodes a string
+that holds JSON for every parameter not declared plain ``str``, which helps a host that sends a list
+as its JSON text, but it also turned an optional text's ``'{"port": 6543}'`` into an object (refused
+as "must be text") and ``"null"`` into no value at all.
+
 Every call runs as its caller (:func:`_caller`): the agent its bearer token names, the client's
 self-declared ``name/version`` and the MCP session. When the secret guard replaced a secret in
 the call's writes (``secrets: {mode: redact}``), the answer says so: ``redacted: [{kind, field,
@@ -19,17 +24,20 @@ line}]`` in a memory tool's result, ``meta.redacted`` and a warning in a graph t
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, Tool
-from pydantic import ValidationError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import CallToolResult, Icon, InputRequiredResult, TextContent, Tool, ToolAnnotations
+from pydantic import BaseModel, ValidationError
 
 from vaultmem.caller import Caller, acting_as, redactions
 from vaultmem.errors import InvalidInput, VaultmemError
@@ -46,6 +54,29 @@ MAX_CLIENT_CHARS = 100
 
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register ``fn`` as the SDK does, its text arguments kept as sent (module docstring)."""
+        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        assert tool is not None
+        kept = tool.fn_metadata
+        tool.fn_metadata = _TextKept(
+            arg_model=kept.arg_model,
+            output_schema=kept.output_schema,
+            output_model=kept.output_model,
+            wrap_output=kept.wrap_output,
+        )
 
     async def list_tools(self) -> list[Tool]:
         """The tools, each output schema admitting the classified failure (module docstring)."""
@@ -74,6 +105,28 @@ class ToolServer(MCPServer[Any]):
                 schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
                 return failure(InvalidInput(invalid_arguments(name, cause, schema)))
             raise
+
+
+class _TextKept(FuncMetadata):
+    """A tool's argument handling, but a string sent for a text parameter stays that string."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        text = _text_parameters(self.arg_model)
+        return {k: data[k] if k in text and isinstance(data[k], str) else v for k, v in parsed.items()}
+
+
+@functools.cache
+def _text_parameters(arg_model: type[BaseModel]) -> frozenset[str]:
+    """The names (and aliases) of the parameters declared ``str | None``: text or nothing."""
+    names: set[str] = set()
+    for name, field in arg_model.model_fields.items():
+        if get_origin(field.annotation) in (Union, UnionType) and set(get_args(field.annotation)) == {
+            str,
+            type(None),
+        }:
+            names |= {name, field.alias} if field.alias else {name}
+    return frozenset(names)
 
 
 def _caller(context: Context[Any, Any] | None) -> Caller:
