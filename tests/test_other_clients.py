@@ -359,3 +359,86 @@ def test_a_text_argument_that_holds_json_is_stored_as_the_text_it_was(daemon: Da
     appended = wire.call("memory_append", content="The staging port is 6543.", kind="reference", title="null")
     assert not appended.is_error, appended.content
     assert parse(the_note_saying(vault, "The staging port is 6543.")).meta["title"] == "null"
+
+
+# -- the stdio server's first start -----------------------------------------------------------------
+
+#: ``vaultmem mcp`` (fake embedder) whose start's reconcile is held until the file argv[2] exists,
+#: standing in for the first start of a vault of thousands of notes; calls wait 3 s for it.
+HELD_START_SERVER = (
+    "import pathlib, sys, time\n"
+    "from vaultmem.config import Settings\n"
+    "from vaultmem.index.embedder import FakeEmbedder\n"
+    "from vaultmem.memory import Memory\n"
+    "from vaultmem.mcp import validation\n"
+    "from vaultmem.server.daemon import run_stdio\n"
+    "release, reconcile = pathlib.Path(sys.argv[2]), Memory.reconcile\n"
+    "def held(self, *args, **kwargs):\n"
+    "    deadline = time.monotonic() + 60\n"
+    "    while not release.exists() and time.monotonic() < deadline:\n"
+    "        time.sleep(0.02)\n"
+    "    return reconcile(self, *args, **kwargs)\n"
+    "Memory.reconcile = held\n"
+    "validation.START_WAIT = 3.0\n"
+    "run_stdio(Settings.resolve(sys.argv[1], durable=False), embedder=FakeEmbedder())\n"
+)
+
+
+def test_the_stdio_server_answers_initialize_while_its_first_start_still_indexes(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Found with the TypeScript SDK's stdio client: the first start of a vault of 2,200 notes (the
+    real model) answered ``initialize`` only after embedding every note, past the 60 s the SDK
+    gives a request, so the host reported the server failed (a second start, 44 s, connected). Now
+    ``initialize`` is answered at once; a call made meanwhile waits for the start, and is refused
+    as retryable (503, nothing ran) if it has not finished by then."""
+    release = tmp_path / "release"
+    process = subprocess.Popen(
+        [sys.executable, "-c", HELD_START_SERVER, str(vault), str(release)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=stdio_env(),
+        encoding="utf-8",
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies = Lines(process.stdout)
+
+    def send(message: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+
+    def answer(request_id: int) -> dict[str, Any]:
+        reply: dict[str, Any] = json.loads(replies.until(rf'"id":\s*{request_id}\b', timeout=30).string)
+        return reply
+
+    try:
+        send({**INITIALIZE, "id": 1})
+        assert answer(1)["result"]["serverInfo"]["name"] == "vaultmem"  # the start is still held
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_guide"}})
+        refused = answer(2)["result"]
+        assert refused["isError"] and refused["structuredContent"]["result"]["error"]["retryable"] is True
+        assert "still bringing its search index up to date" in refused["content"][0]["text"]
+        append = {
+            "name": "memory_append",
+            "arguments": {"content": "Written after the start.", "kind": "fix"},
+        }
+        for attempt in range(3, 8):  # a host retries a retryable refusal
+            send({"jsonrpc": "2.0", "id": attempt, "method": "tools/call", "params": append})
+            release.touch()
+            written = answer(attempt)["result"]
+            if not written["isError"]:
+                break
+        assert not written["isError"], written
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        release.touch()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        replies.thread.join(timeout=30)
+        process.stdout.close()
+    assert the_note_saying(vault, "Written after the start.")

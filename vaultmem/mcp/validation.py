@@ -28,10 +28,13 @@ import functools
 import json
 import re
 import secrets
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
+import anyio
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -40,9 +43,16 @@ from mcp_types import CallToolResult, Icon, InputRequiredResult, TextContent, To
 from pydantic import BaseModel, ValidationError
 
 from vaultmem.caller import Caller, acting_as, redactions
-from vaultmem.errors import InvalidInput, VaultmemError
+from vaultmem.errors import IndexError_, InvalidInput, VaultmemError
 from vaultmem.mcp.envelope import admitting_failure, failure
 
+#: How long a call waits for the stdio server's start (within the 60 s a host gives a call).
+START_WAIT = 30.0
+STILL_STARTING = (
+    "vaultmem is still bringing its search index up to date with the vault (on a vault's first start "
+    "it embeds every note: about a minute per thousand notes on a small machine); nothing ran, "
+    "retry in a minute"
+)
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
 #: Where the HTTP server's bearer check leaves the agent a token names: ``(name, email)``.
@@ -54,6 +64,10 @@ MAX_CLIENT_CHARS = 100
 
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
+
+    #: Set while the stdio server's start runs beside the protocol: a call waits up to
+    #: :data:`START_WAIT` for it, then is refused as retryable (nothing ran).
+    started: threading.Event | None = None
 
     def add_tool(
         self,
@@ -90,6 +104,9 @@ class ToolServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        started = self.started
+        if started is not None and not await anyio.to_thread.run_sync(started.wait, START_WAIT):
+            return failure(IndexError_(STILL_STARTING))
         try:
             with acting_as(_caller(context)):
                 result = await super().call_tool(name, arguments, context)

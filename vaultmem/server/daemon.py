@@ -300,6 +300,30 @@ class _StdinRelay:
             os.dup2(self._source, self._stdin)
 
 
+class _Start:
+    """The stdio server's start on a thread of its own: the reconcile (what changed while nothing
+    ran, every note on a vault's first start), then the watcher. ``done`` is set when it has ended;
+    a start that raised keeps its error in ``error`` and calls ``failed`` (which ends the server)."""
+
+    def __init__(self, memory: Memory, *, failed: Callable[[], None]) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._memory = memory
+        self._failed = failed
+        self.thread = threading.Thread(target=self._run, name="vaultmem-start")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._memory.reconcile()
+            self._memory.start_watching()
+        except BaseException as exc:  # raised again by run_stdio once the server has ended
+            self.error = exc
+            self._failed()
+        finally:
+            self.done.set()
+
+
 def _as_read(line: bytes) -> list[bytes]:
     """A line from the host as the lines the SDK can read (see :class:`_StdinRelay`)."""
     return batch_lines(replace_lone_surrogates(line))
@@ -312,16 +336,21 @@ def run_stdio(
 
     Either way the session ends normally: in-flight calls finish, then the watcher stops and the
     commit queue is flushed before the process exits.
+
+    The start's reconcile runs beside the protocol (:class:`_Start`), so the host's ``initialize``
+    is answered at once: a host gives it 60 s, and the first start of a vault of a few thousand notes
+    embeds them all for longer (the host then called the server failed). Tool calls wait for it.
     """
     # The stdio server never syncs on its own (one per agent session): the daemon does.
     memory = Memory(
         dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder, watch=True
     )
+    start: _Start | None = None
     try:
-        memory.reconcile()
-        memory.start_watching()
         server = build_mcp_server(memory)
         relay = _StdinRelay()
+        start = _Start(memory, failed=relay.end)
+        server.started = start.done
         if on_ready is not None:
             on_ready()
 
@@ -342,5 +371,9 @@ def run_stdio(
             anyio.run(main)
         finally:
             relay.close()
+        if start.error is not None:
+            raise start.error
     finally:
+        if start is not None:
+            start.thread.join()  # the index and the watcher are not closed under it
         memory.close()
