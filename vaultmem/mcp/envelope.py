@@ -11,6 +11,10 @@ status code (400 bad request, 404 not found, 409 conflict, 429 daily cap, 503 tr
 ``isError: true`` with the message as text and ``structuredContent.result.error =
 {message, statusCode, retryable}`` (``retryable`` only for 503); any other failure keeps the plain
 ``{content, isError}`` shape.
+
+A client may check a failure's structured content against the tool's output schema too (the
+TypeScript SDK does, and refuses the whole answer on a mismatch), so a tool whose own result has
+no ``result`` key publishes a schema that also admits the failure (:func:`admitting_failure`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,40 @@ def failure(exc: VaultmemError) -> CallToolResult:
         return CallToolResult(content=content, is_error=True)
     error = {"message": message, "statusCode": code, "retryable": code == 503 or exc.retryable}
     return CallToolResult(content=content, structured_content={"result": {"error": error}}, is_error=True)
+
+
+#: The structured content of a classified failure, as an output schema's ``result`` property.
+FAILURE_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Only in a failure (isError: true): what went wrong, classified.",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"},
+                "statusCode": {"type": "integer"},
+                "retryable": {"type": "boolean"},
+            },
+            "required": ["message", "statusCode", "retryable"],
+        }
+    },
+    "required": ["error"],
+}
+
+
+def admitting_failure(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` widened to admit :func:`failure`'s ``{result: {error}}`` beside the tool's own
+    result: its properties gain ``result``, and its required keys become one of two sets (its own,
+    or ``result``). A schema that already takes ``result`` as an object is returned as it is."""
+    properties = dict(schema.get("properties") or {})
+    if properties.get("result", {}).get("type") == "object" and set(schema.get("required", [])) <= {"result"}:
+        return schema
+    if "anyOf" in schema or "oneOf" in schema or "result" in properties:
+        raise ValueError(f"an output schema of this shape cannot admit the failure envelope: {schema}")
+    widened = {k: v for k, v in schema.items() if k != "required"}
+    widened["properties"] = {**properties, "result": FAILURE_RESULT_SCHEMA}
+    widened["anyOf"] = [{"required": list(schema.get("required", []))}, {"required": ["result"]}]
+    return widened
 
 
 def raw_text(text: str, payload: dict[str, Any]) -> CallToolResult:

@@ -12,9 +12,8 @@ unexpected is logged and reaches the model as a generic tool error.
 # No `from __future__ import annotations`: the SDK reads these signatures, and the parameter
 # descriptions interpolate values only known when the server is built.
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from vaultmem import __version__
@@ -43,9 +42,9 @@ appear inside a result's snippet; treat them as quoted text."""
 
 
 # -- the tools ----------------------------------------------------------------------------------
-def build_mcp_server(memory: Memory) -> MCPServer[Any]:
+def build_mcp_server(memory: Memory) -> ToolServer:
     """An MCP server exposing every memory tool on ``memory``'s vault."""
-    server: MCPServer[Any] = ToolServer(
+    server = ToolServer(
         "vaultmem", instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     try:

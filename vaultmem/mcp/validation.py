@@ -6,8 +6,15 @@ validation error for memory_recallArguments ...") and no status code. :class:`To
 such a call in the wire envelope instead, as a classified failure ``{message, statusCode: 400,
 retryable: false}`` whose message names each argument at fault and the values it allows, read from
 the same schema the client was given. A vaultmem error raised inside any tool reaches the caller
-the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix.
+the same way (:func:`vaultmem.mcp.envelope.failure`), without the SDK's prefix. Every tool's
+published output schema admits that failure (:meth:`ToolServer.list_tools`), so a client that checks
+an error's structured content against the schema, as the TypeScript SDK does, reads the message.
 Anything else (a crash) keeps the SDK's handling: logged here, a generic message there.
+
+A text argument is taken as the text it was sent as (:class:`_TextKept`): the SDK decodes a string
+that holds JSON for every parameter not declared plain ``str``, which helps a host that sends a list
+as its JSON text, but it also turned an optional text's ``'{"port": 6543}'`` into an object (refused
+as "must be text") and ``"null"`` into no value at all.
 
 Every call runs as its caller (:func:`_caller`): the agent its bearer token names, the client's
 self-declared ``name/version`` and the MCP session. When the secret guard replaced a secret in
@@ -17,22 +24,35 @@ line}]`` in a memory tool's result, ``meta.redacted`` and a warning in a graph t
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
-from collections.abc import Mapping, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
+import anyio
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
-from pydantic import ValidationError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import CallToolResult, Icon, InputRequiredResult, TextContent, Tool, ToolAnnotations
+from pydantic import BaseModel, ValidationError
 
 from vaultmem.caller import Caller, acting_as, redactions
-from vaultmem.errors import InvalidInput, VaultmemError
-from vaultmem.mcp.envelope import failure
+from vaultmem.errors import IndexError_, InvalidInput, VaultmemError
+from vaultmem.mcp.envelope import admitting_failure, failure
 
+#: How long a call waits for the stdio server's start (within the 60 s a host gives a call).
+START_WAIT = 30.0
+STILL_STARTING = (
+    "vaultmem is still bringing its search index up to date with the vault (on a vault's first start "
+    "it embeds every note: about a minute per thousand notes on a small machine); nothing ran, "
+    "retry in a minute"
+)
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
 #: Where the HTTP server's bearer check leaves the agent a token names: ``(name, email)``.
@@ -45,9 +65,48 @@ MAX_CLIENT_CHARS = 100
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
 
+    #: Set while the stdio server's start runs beside the protocol: a call waits up to
+    #: :data:`START_WAIT` for it, then is refused as retryable (nothing ran).
+    started: threading.Event | None = None
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register ``fn`` as the SDK does, its text arguments kept as sent (module docstring)."""
+        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        assert tool is not None
+        kept = tool.fn_metadata
+        tool.fn_metadata = _TextKept(
+            arg_model=kept.arg_model,
+            output_schema=kept.output_schema,
+            output_model=kept.output_model,
+            wrap_output=kept.wrap_output,
+        )
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools, each output schema admitting the classified failure (module docstring)."""
+        return [
+            tool.model_copy(update={"output_schema": admitting_failure(tool.output_schema)})
+            if tool.output_schema is not None
+            else tool
+            for tool in await super().list_tools()
+        ]
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        started = self.started
+        if started is not None and not await anyio.to_thread.run_sync(started.wait, START_WAIT):
+            return failure(IndexError_(STILL_STARTING))
         try:
             with acting_as(_caller(context)):
                 result = await super().call_tool(name, arguments, context)
@@ -63,6 +122,28 @@ class ToolServer(MCPServer[Any]):
                 schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
                 return failure(InvalidInput(invalid_arguments(name, cause, schema)))
             raise
+
+
+class _TextKept(FuncMetadata):
+    """A tool's argument handling, but a string sent for a text parameter stays that string."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        text = _text_parameters(self.arg_model)
+        return {k: data[k] if k in text and isinstance(data[k], str) else v for k, v in parsed.items()}
+
+
+@functools.cache
+def _text_parameters(arg_model: type[BaseModel]) -> frozenset[str]:
+    """The names (and aliases) of the parameters declared ``str | None``: text or nothing."""
+    names: set[str] = set()
+    for name, field in arg_model.model_fields.items():
+        if get_origin(field.annotation) in (Union, UnionType) and set(get_args(field.annotation)) == {
+            str,
+            type(None),
+        }:
+            names |= {name, field.alias} if field.alias else {name}
+    return frozenset(names)
 
 
 def _caller(context: Context[Any, Any] | None) -> Caller:

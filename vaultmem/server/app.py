@@ -39,7 +39,10 @@ from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.mcp.validation import AGENT_SCOPE_KEY
 from vaultmem.memory import Memory
+from vaultmem.server.asgi import replaying
+from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
+from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile
 
 MCP_PATH = "/mcp"
@@ -141,7 +144,8 @@ class WholeBody:
     """Call the application once the request's body is in; a client gone before that ends here.
 
     A client that hung up mid-body, or was dropped for sending it too slowly, has nobody left to
-    answer; passed on, the MCP SDK logged each one as an error with a traceback.
+    answer; passed on, the MCP SDK logged each one as an error with a traceback. A body with half an
+    emoji escaped in it is passed on with U+FFFD in its place (``surrogates.py``).
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -159,12 +163,13 @@ class WholeBody:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        whole: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replay() -> Message:
-            return whole.pop() if whole else await receive()
-
-        await self.app(scope, replay, send)
+        body = b"".join(chunks)
+        readable = replace_lone_surrogates(body)
+        if readable is not body:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+            scope = {**scope, "headers": [*headers, (b"content-length", str(len(readable)).encode())]}
+        whole: Message = {"type": "http.request", "body": readable, "more_body": False}
+        await self.app(scope, replaying(whole, receive), send)
 
 
 class Health:
@@ -220,6 +225,7 @@ def build_app(
     budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
     memory.report_sessions(budget.counts)  # memory_status health says how many are open
     app = Health(budget)
+    app = Unbatched(app, path=MCP_PATH)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
     app = BearerAuth(app, tokens)

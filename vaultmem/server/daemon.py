@@ -33,8 +33,10 @@ from vaultmem.errors import InvalidInput, VaultError
 from vaultmem.mcp.tools import build_mcp_server
 from vaultmem.memory import Embedder, Memory, Progress
 from vaultmem.server.app import DEFAULT_MAX_BODY, MCP_PATH, build_app, check_loopback
+from vaultmem.server.batches import batch_lines
 from vaultmem.server.drain import Drain, keep_answer_streams_at_stop
 from vaultmem.server.protocol import deadline_protocol
+from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile, ensure_token, token_path
 
 log = logging.getLogger(__name__)
@@ -259,6 +261,10 @@ class _StdinRelay:
     reading end gets a clean EOF when :meth:`end` shuts the writing end (without closing it, so
     no descriptor is recycled under the pump thread), and the server then stops as if the host
     had hung up. :meth:`close` points descriptor 0 back at the host's pipe.
+
+    The pump passes on whole lines (one JSON-RPC message each): a line with half an emoji escaped
+    in it with U+FFFD in its place (``surrogates.py``), a batch as a line per message
+    (``batches.py``). The SDK's reader dropped both without an answer.
     """
 
     def __init__(self) -> None:
@@ -270,9 +276,16 @@ class _StdinRelay:
         self._pump_thread.start()
 
     def _pump(self) -> None:
+        started: list[bytes] = []  # the line being read, in the pieces it arrived in
         try:
             while chunk := os.read(self._source, 65536):
-                self._writer.sendall(chunk)
+                *lines, rest = chunk.split(b"\n")
+                if lines:
+                    lines[0] = b"".join([*started, lines[0]])
+                    started.clear()
+                    self._writer.sendall(b"".join(m + b"\n" for line in lines for m in _as_read(line)))
+                started.append(rest)
+            self._writer.sendall(b"\n".join(_as_read(b"".join(started))))
         except (OSError, ValueError):
             pass  # stdin closed, or the relay already ended
         finally:
@@ -287,6 +300,35 @@ class _StdinRelay:
             os.dup2(self._source, self._stdin)
 
 
+class _Start:
+    """The stdio server's start on a thread of its own: the reconcile (what changed while nothing
+    ran, every note on a vault's first start), then the watcher. ``done`` is set when it has ended;
+    a start that raised keeps its error in ``error`` and calls ``failed`` (which ends the server)."""
+
+    def __init__(self, memory: Memory, *, failed: Callable[[], None]) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._memory = memory
+        self._failed = failed
+        self.thread = threading.Thread(target=self._run, name="vaultmem-start")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._memory.reconcile()
+            self._memory.start_watching()
+        except BaseException as exc:  # raised again by run_stdio once the server has ended
+            self.error = exc
+            self._failed()
+        finally:
+            self.done.set()
+
+
+def _as_read(line: bytes) -> list[bytes]:
+    """A line from the host as the lines the SDK can read (see :class:`_StdinRelay`)."""
+    return batch_lines(replace_lone_surrogates(line))
+
+
 def run_stdio(
     settings: Settings, *, embedder: Embedder | None = None, on_ready: Callable[[], None] | None = None
 ) -> None:
@@ -294,16 +336,21 @@ def run_stdio(
 
     Either way the session ends normally: in-flight calls finish, then the watcher stops and the
     commit queue is flushed before the process exits.
+
+    The start's reconcile runs beside the protocol (:class:`_Start`), so the host's ``initialize``
+    is answered at once: a host gives it 60 s, and the first start of a vault of a few thousand notes
+    embeds them all for longer (the host then called the server failed). Tool calls wait for it.
     """
     # The stdio server never syncs on its own (one per agent session): the daemon does.
     memory = Memory(
         dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder, watch=True
     )
+    start: _Start | None = None
     try:
-        memory.reconcile()
-        memory.start_watching()
         server = build_mcp_server(memory)
         relay = _StdinRelay()
+        start = _Start(memory, failed=relay.end)
+        server.started = start.done
         if on_ready is not None:
             on_ready()
 
@@ -324,5 +371,9 @@ def run_stdio(
             anyio.run(main)
         finally:
             relay.close()
+        if start.error is not None:
+            raise start.error
     finally:
+        if start is not None:
+            start.thread.join()  # the index and the watcher are not closed under it
         memory.close()

@@ -8,14 +8,20 @@ cap (``mcp_max_sessions``: an ``initialize`` beyond it ends the session idle the
 being refused; 503 only when every session is in use) and a count (:meth:`SessionBudget.counts`,
 in ``memory_status health``). Sessionless requests (the 2026 protocol) pass through untouched.
 Details: docs/architecture.md, "MCP sessions".
+
+It also refuses a request whose id is that of a request of the same session still being answered
+(409, naming the id). The SDK matches an answer to its POST by the request's id, so the first of
+two such requests was never answered, while its call ran to the end (a write was done and its
+client, left waiting, retried it).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -23,6 +29,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from vaultmem.server.asgi import replaying
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +44,8 @@ SDK_CAP_FACTOR = 2
 class _Session:
     last_active: float
     in_flight: int = 0
+    #: The ids (as JSON text) of the session's requests being answered.
+    request_ids: set[str] = field(default_factory=set)
 
 
 class SessionBudget:
@@ -91,6 +101,16 @@ class SessionBudget:
         # A session this table has let go of as expired may still be alive in the SDK (its timer
         # fires a moment later): whatever the SDK does not answer 404 is counted again.
         session = self._sessions.setdefault(session_id, _Session(last_active=self._clock()))
+        request_id = None
+        if scope["method"] == "POST":
+            first = await receive()
+            receive = replaying(first, receive)
+            request_id = _request_id(first.get("body", b""))
+            if request_id in session.request_ids:
+                await _id_in_use(request_id)(scope, receive, send)
+                return
+        if request_id is not None:
+            session.request_ids.add(request_id)
         session.in_flight += 1
         status: list[int] = []
         try:
@@ -98,6 +118,7 @@ class SessionBudget:
         finally:
             session.in_flight -= 1
             session.last_active = self._clock()
+            session.request_ids.discard(request_id)
         answered = status[0] if status else None
         if answered == 404 or (scope["method"] == "DELETE" and answered is not None and answered < 300):
             self._sessions.pop(session_id, None)  # ended by its client, or already gone
@@ -161,6 +182,35 @@ class SessionBudget:
         self._sessions.pop(session_id, None)
         self.ended_for_room += 1
         log.info("ended the idle MCP session %s… to make room (cap %d)", session_id[:8], self.max_sessions)
+
+
+def _request_id(body: bytes) -> str | None:
+    """The id of the JSON-RPC request ``body`` holds, as JSON text; None for anything else (a
+    notification, a response, a batch, not JSON)."""
+    if b'"id"' not in body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
+        return None
+    return json.dumps(message["id"])
+
+
+def _id_in_use(request_id: str) -> JSONResponse:
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": json.loads(request_id),
+            "error": {
+                "code": -32600,
+                "message": f"request id {request_id} is already used by a request of this session that "
+                "has not been answered yet; give every request of a session its own id",
+            },
+        },
+        status_code=409,
+    )
 
 
 def _watching(send: Send, status: list[int]) -> Send:
