@@ -9,6 +9,7 @@ checks here are that client's, done with ``jsonschema`` on what the daemon sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -148,12 +149,15 @@ def test_text_cut_in_the_middle_of_an_emoji_is_written_over_http_with_a_replacem
     assert "Deploy notes \ufffd" in text and "Cut \ufffd title" in text
 
 
-def test_text_cut_in_the_middle_of_an_emoji_is_answered_over_stdio(vault: Path) -> None:
-    """Over stdio the SDK's reader dropped the line it could not parse: the call was never answered,
-    and the host waited for its own timeout (the TypeScript SDK's: 60 s)."""
+@contextlib.contextmanager
+def stdio_server(
+    vault: Path, *lines: str, argv: list[str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
+    """A stdio server (the fake embedder's, or ``argv``) sent ``lines``; it must exit 0 once its
+    input closes."""
     command, args = fake_stdio_command(vault)
     process = subprocess.Popen(
-        [command, *args],
+        argv or [command, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -163,17 +167,10 @@ def test_text_cut_in_the_middle_of_an_emoji_is_answered_over_stdio(vault: Path) 
     assert process.stdin is not None and process.stdout is not None
     replies = Lines(process.stdout)
     try:
-        client = {"name": "t", "version": "0"}
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
-        for message in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        ):
-            process.stdin.write(json.dumps(message) + "\n")
-        process.stdin.write(CUT_CALL.decode("ascii") + "\n")
+        for line in lines:
+            process.stdin.write(line + "\n")
         process.stdin.flush()
-        reply = json.loads(replies.until(r'"id":\s*2\b', timeout=30).string)
-        assert not reply["result"].get("isError"), reply
+        yield process, replies
         process.stdin.close()
         assert process.wait(timeout=60) == 0
     finally:
@@ -182,6 +179,20 @@ def test_text_cut_in_the_middle_of_an_emoji_is_answered_over_stdio(vault: Path) 
             process.wait(timeout=30)
         replies.thread.join(timeout=30)
         process.stdout.close()
+
+
+def test_text_cut_in_the_middle_of_an_emoji_is_answered_over_stdio(vault: Path) -> None:
+    """Over stdio the SDK's reader dropped the line it could not parse: the call was never answered,
+    and the host waited for its own timeout (the TypeScript SDK's: 60 s)."""
+    client = {"name": "t", "version": "0"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    messages = (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    )
+    with stdio_server(vault, *map(json.dumps, messages), CUT_CALL.decode("ascii")) as (_process, replies):
+        reply = json.loads(replies.until(r'"id":\s*2\b', timeout=30).string)
+        assert not reply["result"].get("isError"), reply
     assert "Deploy notes \ufffd" in the_note_saying(vault, "Deploy notes")
 
 
@@ -242,36 +253,11 @@ def test_a_batch_over_http_is_answered_message_by_message_in_one_array(daemon: D
 
 def test_a_batch_over_stdio_is_answered_one_line_per_request(vault: Path) -> None:
     """Over stdio the SDK dropped the batch's line: none of its requests was ever answered."""
-    command, args = fake_stdio_command(vault)
-    process = subprocess.Popen(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=stdio_env(),
-        encoding="utf-8",
-    )
-    assert process.stdin is not None and process.stdout is not None
-    replies = Lines(process.stdout)
-    try:
-        hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
-        for line in (
-            json.dumps(hello),
-            json.dumps(BATCH),
-            json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
-        ):
-            process.stdin.write(line + "\n")
-        process.stdin.flush()
+    hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+    lines = (json.dumps(hello), json.dumps(BATCH), json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}))
+    with stdio_server(vault, *lines) as (_process, replies):
         answered = {json.loads(replies.until(r'"id":\s*[345]\b', timeout=30).string)["id"] for _ in range(3)}
         assert answered == {3, 4, 5}
-        process.stdin.close()
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        replies.thread.join(timeout=30)
-        process.stdout.close()
     assert "Batched fix." in the_note_saying(vault, "Batched fix.")
 
 
@@ -297,7 +283,7 @@ def test_a_request_id_still_being_answered_is_refused_and_the_first_call_still_g
         "arguments": {"content": "Written once, answered once.", "kind": "fix"},
     }
     guide = {"name": "memory_guide", "arguments": {}}
-    lock_file = vault / ".vaultmem" / "write.lock"
+    lock_file = vault / ".git" / "vaultmem-write.lock"  # the vault's write lock (reliability row 70)
     holder = subprocess.Popen(  # another process writing: the append waits for the vault's lock
         [sys.executable, "-c", HOLD_LOCK, str(lock_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
@@ -393,52 +379,39 @@ def test_the_stdio_server_answers_initialize_while_its_first_start_still_indexes
     ``initialize`` is answered at once; a call made meanwhile waits for the start, and is refused
     as retryable (503, nothing ran) if it has not finished by then."""
     release = tmp_path / "release"
-    process = subprocess.Popen(
-        [sys.executable, "-c", HELD_START_SERVER, str(vault), str(release)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=stdio_env(),
-        encoding="utf-8",
-    )
-    assert process.stdin is not None and process.stdout is not None
-    replies = Lines(process.stdout)
-
-    def send(message: dict[str, Any]) -> None:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps(message) + "\n")
-        process.stdin.flush()
-
-    def answer(request_id: int) -> dict[str, Any]:
-        reply: dict[str, Any] = json.loads(replies.until(rf'"id":\s*{request_id}\b', timeout=30).string)
-        return reply
-
+    held_start = [sys.executable, "-c", HELD_START_SERVER, str(vault), str(release)]
     try:
-        send({**INITIALIZE, "id": 1})
-        assert answer(1)["result"]["serverInfo"]["name"] == "vaultmem"  # the start is still held
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_guide"}})
-        refused = answer(2)["result"]
-        assert refused["isError"] and refused["structuredContent"]["result"]["error"]["retryable"] is True
-        assert "still bringing its search index up to date" in refused["content"][0]["text"]
-        append = {
-            "name": "memory_append",
-            "arguments": {"content": "Written after the start.", "kind": "fix"},
-        }
-        for attempt in range(3, 8):  # a host retries a retryable refusal
-            send({"jsonrpc": "2.0", "id": attempt, "method": "tools/call", "params": append})
-            release.touch()
-            written = answer(attempt)["result"]
-            if not written["isError"]:
-                break
-        assert not written["isError"], written
-        process.stdin.close()
-        assert process.wait(timeout=60) == 0
+        with stdio_server(vault, argv=held_start) as (process, replies):
+
+            def send(message: dict[str, Any]) -> None:
+                assert process.stdin is not None
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+
+            def answer(request_id: int) -> dict[str, Any]:
+                reply: dict[str, Any] = json.loads(
+                    replies.until(rf'"id":\s*{request_id}\b', timeout=30).string
+                )
+                return reply
+
+            send({**INITIALIZE, "id": 1})
+            assert answer(1)["result"]["serverInfo"]["name"] == "vaultmem"  # the start is still held
+            send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_guide"}})
+            refused = answer(2)["result"]
+            assert refused["isError"] and refused["structuredContent"]["result"]["error"]["retryable"] is True
+            assert "still bringing its search index up to date" in refused["content"][0]["text"]
+            append = {
+                "name": "memory_append",
+                "arguments": {"content": "Written after the start.", "kind": "fix"},
+            }
+            for attempt in range(3, 8):  # a host retries a retryable refusal
+                send({"jsonrpc": "2.0", "id": attempt, "method": "tools/call", "params": append})
+                release.touch()
+                written = answer(attempt)["result"]
+                if not written["isError"]:
+                    break
+            assert not written["isError"], written
     finally:
         release.touch()
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        replies.thread.join(timeout=30)
-        process.stdout.close()
     assert the_note_saying(vault, "Written after the start.")
