@@ -130,3 +130,42 @@ def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_pa
     assert (vault / "Kitchen" / "Kettle.md").read_bytes() == KETTLE  # the person's files untouched
     assert (vault / "Templates/Review old.md").read_bytes() == TEMPLATE
     assert (vault / "Journal/Boiling.md").read_bytes() == FILES["Journal/Boiling.md"]
+
+
+def test_the_id_a_persons_note_had_before_a_rename_still_finds_it_after_the_note_is_edited(
+    tmp_path: Path,
+) -> None:
+    vault = persons_vault(tmp_path, {"Kettle.md": KETTLE})
+    config = tmp_path / "config"
+    ids: dict[str, str] = {}
+
+    async def while_running(s: Session) -> None:
+        (old,) = await s.id_of("kettlemarker")
+        (vault / "Appliances").mkdir()
+        os.rename(vault / "Kettle.md", vault / "Appliances" / "Kettle.md")
+        deadline = asyncio.get_running_loop().time() + 20
+        while (await s.id_of("kettlemarker")) in ([old], []):
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the move"
+            await asyncio.sleep(0.1)
+        (now,) = await s.id_of("kettlemarker")
+        assert (await s.call("memory_recall", action="get", thought_id=old))["item"]["id"] == now
+        # the person goes on writing the note at its new name, a minute later
+        with open(vault / "Appliances" / "Kettle.md", "ab") as f:
+            f.write(b"\nfiltermarker: change the filter every spring.\n")
+        deadline = asyncio.get_running_loop().time() + 20
+        while not await s.id_of("filtermarker"):
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the edit"
+            await asyncio.sleep(0.1)
+        got = await s.call("memory_recall", action="get", thought_id=old)
+        assert got["item"]["id"] == now and "filtermarker" in got["item"]["content"]
+        ids.update(old=old, now=now)
+
+    serve(ServeProcess(vault, config), while_running)
+    with open(vault / "Appliances" / "Kettle.md", "ab") as f:  # and again while nothing ran
+        f.write(b"\nlidmarker: the lid sticks.\n")
+
+    async def after_restart(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["old"])
+        assert got["item"]["id"] == ids["now"] and "lidmarker" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), after_restart)

@@ -124,7 +124,7 @@ class Catalog:
                     self._add(known)
                 else:
                     parsed += 1
-                    self.refresh(rel)
+                    self._gone.edited(cached[rel], self.refresh(rel), self.with_fingerprint)
             seen = len(self._by_path) + len(self.problems)
         if parsed or len(cached) != len(self._by_path):
             self.save_cache()
@@ -223,6 +223,7 @@ class Catalog:
             return None
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         self._add(entry)
+        self._gone.edited(old, entry, self.with_fingerprint)
         return entry
 
     def put(self, note: Note) -> Entry:
@@ -230,9 +231,10 @@ class Catalog:
         st = (self.layout.root / note.path).stat()
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         with self._lock:
-            self._remove(note.path)
+            old = self._remove(note.path)
             self._no_problem(note.path)
             self._add(entry)
+            self._gone.edited(old, entry, self.with_fingerprint)
             self._changed()
         return entry
 
