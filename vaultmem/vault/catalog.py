@@ -226,6 +226,21 @@ class Catalog:
         self._gone.edited(old, entry, self.with_fingerprint)
         return entry
 
+    def refresh_merged(self, rels: list[str]) -> None:
+        """:meth:`refresh` the paths a merge changed. A note without an ``id`` key that it moved (one
+        path gone, one come, of the same bytes) keeps answering the ids it had: the checkout wrote
+        it anew, so its modification time is not the one a rename keeps (``gone.py``)."""
+        with self._lock:
+            went = [e for r in rels if (e := self._by_path.get(r)) is not None and e.id is None]
+            for rel in rels:
+                self.refresh(rel)
+            came = [e for r in rels if (e := self._by_path.get(r)) is not None and e not in went]
+            for old in went:
+                heirs = [e for e in came if e.content_hash == old.content_hash]
+                alike = [e for e in went if e.content_hash == old.content_hash]
+                if old.path not in self._by_path and len(heirs) == 1 and len(alike) == 1:
+                    self._gone.edited(old, heirs[0], self.with_fingerprint)
+
     def put(self, note: Note) -> Entry:
         """Record a note the write path has just written."""
         st = (self.layout.root / note.path).stat()

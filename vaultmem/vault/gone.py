@@ -8,9 +8,10 @@ notes whose file went: the id each was answered under, with what its file held a
 time. An id that names no note now is looked up here, and answers the one note without an ``id`` key
 holding the same bytes, with the same modification time, under another name: a rename keeps both (a
 copy gets a time of its own, so a twin of a deleted note never takes its id). The record follows
-the edits of the note it names since (a person goes on writing the note at its new name, an agent
-updates it through the old id), so the id keeps answering it. A file edited in the same breath as its
-rename, or written anew by a merge, answers nothing: a guess would hand the id to the wrong note.
+the edits of the note it names since (a person goes on writing the note at its new name) and a
+sync round's move of it (another machine's rename, which the checkout writes anew), so the id keeps
+answering it. A file edited in the same breath as its rename, or merged with another machine's edit
+of it, answers nothing: a guess would hand the id to the wrong note.
 
 Derived state, saved beside the catalog cache (``<state>/gone-ids``): deleting the state directory
 forgets the old ids, nothing else. The newest :data:`KEPT` are kept.
@@ -92,9 +93,9 @@ class GoneNotes:
     def edited(
         self, old: Entry | None, new: Entry | None, with_fingerprint: Callable[[str], list[Entry]]
     ) -> None:
-        """The note ``old`` was is ``new`` now (one path, read again): the ids that answered it
-        answer ``new``, unless another note still holds ``old``'s bytes and time (then none can tell
-        which of them was renamed)."""
+        """The note ``old`` was is ``new`` now (one path read again, or a note a merge moved): the
+        ids that answered it answer ``new``, unless another note still holds ``old``'s bytes and
+        time (then none can tell which of them was renamed)."""
         if old is None or new is None or old.id is not None or new.id is not None:
             return
         was = (old.content_hash, old.mtime_ns)
