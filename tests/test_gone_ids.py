@@ -86,3 +86,18 @@ def test_the_record_follows_the_edits_of_the_note_it_names_but_not_of_one_of_two
         notes.successor(derived_id("Review.md"), lambda _fp: [edited._replace(path="Review old.md")]) is None
     )
     assert notes.successor(derived_id("Review.md"), lambda _fp: [twin]) == twin  # unchanged: as before
+
+
+def test_a_note_moved_onto_a_renamed_notes_name_is_no_edit_of_it(tmp_path: Path) -> None:
+    notes = GoneNotes(tmp_path / "gone-ids")
+    notes.went(note("Kettle.md"))
+    moved = note("Old kettle.md")  # Kettle.md renamed
+    toaster = moved._replace(fingerprint="fp-toaster", content_hash="h-toaster", mtime_ns=7)
+    notes.went(toaster._replace(path="Toaster.md"))  # then moved onto that name, its file gone
+    notes.edited(moved, toaster, lambda _fp: [])
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [toaster]) is None
+    notes = GoneNotes(tmp_path / "other")
+    notes.went(note("Kettle.md"))
+    still_there = toaster._replace(path="Toaster.md")  # the toaster's file not seen gone yet
+    notes.edited(moved, toaster, lambda _fp: [toaster, still_there])
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [toaster]) is None

@@ -22,6 +22,7 @@ from _support import ServeProcess, persons_vault
 from mcp_harness import mcp_client
 
 KETTLE = b"# Kettle\n\nkettlemarker: descale it monthly with citric acid.\n"
+TOASTER = b"# Toaster\n\ntoastermarker: crumbs tray out every Sunday.\n"
 TEMPLATE = b"# Weekly review\n\ntemplatemarker: what went well, what did not.\n"
 FILES = {
     "Kettle.md": KETTLE,
@@ -169,3 +170,34 @@ def test_the_id_a_persons_note_had_before_a_rename_still_finds_it_after_the_note
         assert got["item"]["id"] == ids["now"] and "lidmarker" in got["item"]["content"]
 
     serve(ServeProcess(vault, config), after_restart)
+
+
+def test_a_note_moved_onto_the_name_of_a_renamed_note_does_not_take_the_ids_that_note_had(
+    tmp_path: Path,
+) -> None:
+    vault = persons_vault(tmp_path, {"Kettle.md": KETTLE, "Toaster.md": TOASTER})
+    config = tmp_path / "config"
+    ids: dict[str, str] = {}
+
+    async def first(s: Session) -> None:
+        (ids["kettle"],) = await s.id_of("kettlemarker")
+        (ids["toaster"],) = await s.id_of("toastermarker")
+
+    serve(ServeProcess(vault, config), first)
+    os.rename(vault / "Kettle.md", vault / "Old kettle.md")  # while nothing ran
+
+    async def second(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["kettle"])
+        assert "descale it monthly" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), second)
+    # the old kettle thrown out, the toaster moved onto its name (a file manager's "replace")
+    os.replace(vault / "Toaster.md", vault / "Old kettle.md")
+
+    async def third(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["toaster"])
+        assert "toastermarker" in got["item"]["content"]
+        failed, refused = await s.answer("memory_recall", action="get", thought_id=ids["kettle"])
+        assert failed and "no thought has id" in str(refused), refused  # the kettle is gone
+
+    serve(ServeProcess(vault, config), third)

@@ -95,17 +95,21 @@ class GoneNotes:
     ) -> None:
         """The note ``old`` was is ``new`` now (one path read again, or a note a merge moved): the
         ids that answered it answer ``new``, unless another note still holds ``old``'s bytes and
-        time (then none can tell which of them was renamed)."""
+        time (then none can tell which of them was renamed), or ``new`` is another note's bytes and
+        time (that note was moved onto this name: the note that was here is gone)."""
         if old is None or new is None or old.id is not None or new.id is not None:
             return
         was = (old.content_hash, old.mtime_ns)
         now = (new.fingerprint, new.content_hash, new.mtime_ns)
         named = [k for k in self._by_file.get(was, ()) if k != derived_id(new.path)]
-        if was == now[1:] or not named:
-            return
+        if was == now[1:] or not named or self._by_file.get(now[1:]):
+            return  # unchanged, named by no gone id, or another note moved onto this name
         twins = with_fingerprint(old.fingerprint)
         if any(e.id is None and (e.content_hash, e.mtime_ns) == was for e in twins):
             return
+        moved_here = with_fingerprint(new.fingerprint)
+        if any(e.path != new.path and (e.content_hash, e.mtime_ns) == now[1:] for e in moved_here):
+            return  # another note's bytes and time, that note not gone yet: moved onto this name
         for key in named:
             self._put(key, now)
         self._unsaved = True
