@@ -231,15 +231,20 @@ class Catalog:
         path gone, one come, of the same bytes) keeps answering the ids it had: the checkout wrote
         it anew, so its modification time is not the one a rename keeps (``gone.py``)."""
         with self._lock:
-            went = [e for r in rels if (e := self._by_path.get(r)) is not None and e.id is None]
+            went: dict[str, list[Entry]] = {}  # content hash -> the notes without an id at rels
+            for rel in rels:
+                if (e := self._by_path.get(rel)) is not None and e.id is None:
+                    went.setdefault(e.content_hash, []).append(e)
             for rel in rels:
                 self.refresh(rel)
-            came = [e for r in rels if (e := self._by_path.get(r)) is not None and e not in went]
-            for old in went:
-                heirs = [e for e in came if e.content_hash == old.content_hash]
-                alike = [e for e in went if e.content_hash == old.content_hash]
-                if old.path not in self._by_path and len(heirs) == 1 and len(alike) == 1:
-                    self._gone.edited(old, heirs[0], self.with_fingerprint)
+            came: dict[str, list[Entry]] = {}
+            for rel in rels:
+                if (e := self._by_path.get(rel)) is not None and e.content_hash in went:
+                    came.setdefault(e.content_hash, []).append(e)
+            for content_hash, heirs in came.items():
+                olds = went[content_hash]
+                if len(heirs) == len(olds) == 1 and olds[0].path not in self._by_path:
+                    self._gone.edited(olds[0], heirs[0], self.with_fingerprint)
 
     def put(self, note: Note) -> Entry:
         """Record a note the write path has just written."""
