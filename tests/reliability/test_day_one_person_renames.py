@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess, persons_vault
+from _support import ServeProcess, cli, persons_vault
 from mcp_harness import mcp_client
 
 KETTLE = b"# Kettle\n\nkettlemarker: descale it monthly with citric acid.\n"
@@ -201,3 +201,26 @@ def test_a_note_moved_onto_the_name_of_a_renamed_note_does_not_take_the_ids_that
         assert failed and "no thought has id" in str(refused), refused  # the kettle is gone
 
     serve(ServeProcess(vault, config), third)
+
+
+def test_an_agents_update_through_the_old_id_of_a_renamed_note_leaves_that_id_answering(
+    tmp_path: Path,
+) -> None:
+    """In vaultmem's own vault an agent may update a note written by hand without an ``id`` key,
+    through the id it had before a rename; the next call with that id was a 404."""
+    vault, config = tmp_path / "vault", tmp_path / "config"
+    assert cli(config, "init", str(vault)).returncode == 0
+    (vault / "Kettle.md").write_bytes(KETTLE)
+
+    async def while_running(s: Session) -> None:
+        (old,) = await s.id_of("kettlemarker")
+        os.rename(vault / "Kettle.md", vault / "Old kettle.md")
+        deadline = asyncio.get_running_loop().time() + 20
+        while len(kettles := await s.id_of("kettlemarker")) != 1 or kettles == [old]:
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the move"
+            await asyncio.sleep(0.1)
+        await s.call("memory_store", action="update", thought_id=old, content="descalemarker: weekly now")
+        got = await s.call("memory_recall", action="get", thought_id=old)
+        assert got["item"]["id"] == kettles[0] and "weekly now" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), while_running)
