@@ -66,3 +66,38 @@ def test_the_record_survives_a_restart_and_a_damaged_file_is_begun_afresh(tmp_pa
     assert GoneNotes(file).successor(derived_id("Kettle.md"), lambda _fp: [now]) == now
     file.write_bytes(file.read_bytes()[:-5])
     assert GoneNotes(file).successor(derived_id("Kettle.md"), lambda _fp: [now]) is None
+
+
+def test_the_record_follows_the_edits_of_the_note_it_names_but_not_of_one_of_two_twins(
+    tmp_path: Path,
+) -> None:
+    notes = GoneNotes(tmp_path / "gone-ids")
+    notes.went(note("Kettle.md"))
+    moved = note("Appliances/Kettle.md")
+    edited = moved._replace(fingerprint="fp-edited", content_hash="h-edited", mtime_ns=5)
+    notes.edited(moved, edited, lambda _fp: [])  # the person writes on at the new name
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [edited]) == edited
+    notes.went(note("Review.md"))
+    twin = note("Review copy.md")  # another file of those bytes and that time still there
+    notes.edited(
+        moved._replace(path="Review old.md"), edited._replace(path="Review old.md"), lambda _fp: [twin]
+    )
+    assert (
+        notes.successor(derived_id("Review.md"), lambda _fp: [edited._replace(path="Review old.md")]) is None
+    )
+    assert notes.successor(derived_id("Review.md"), lambda _fp: [twin]) == twin  # unchanged: as before
+
+
+def test_a_note_moved_onto_a_renamed_notes_name_is_no_edit_of_it(tmp_path: Path) -> None:
+    notes = GoneNotes(tmp_path / "gone-ids")
+    notes.went(note("Kettle.md"))
+    moved = note("Old kettle.md")  # Kettle.md renamed
+    toaster = moved._replace(fingerprint="fp-toaster", content_hash="h-toaster", mtime_ns=7)
+    notes.went(toaster._replace(path="Toaster.md"))  # then moved onto that name, its file gone
+    notes.edited(moved, toaster, lambda _fp: [])
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [toaster]) is None
+    notes = GoneNotes(tmp_path / "other")
+    notes.went(note("Kettle.md"))
+    still_there = toaster._replace(path="Toaster.md")  # the toaster's file not seen gone yet
+    notes.edited(moved, toaster, lambda _fp: [toaster, still_there])
+    assert notes.successor(derived_id("Kettle.md"), lambda _fp: [toaster]) is None

@@ -38,3 +38,22 @@ def test_a_side_that_is_not_a_mapping_is_merged_as_text() -> None:
     merged = merge_project(b"", b"- not\n- a mapping\n", LAPTOP)
     assert merged.mode == "text" and merged.merged in (LAPTOP, b"- not\n- a mapping\n")
     assert is_project_file("desk/projects/shop/project.yaml") and not is_project_file("project.yaml.bak")
+
+
+def test_the_merge_keeps_the_comments_both_sides_wrote_and_means_the_same() -> None:
+    base = b"# ask Ann before renaming\nname: shop\ncode_paths:\n- ~/code/shop  # laptop\ndescription: shop\n"
+    laptop = base.replace(b"description: shop", b"description: web shop  # since June")
+    desktop = base.replace(b"- ~/code/shop  # laptop\n", b"- ~/code/shop  # laptop\n- /srv/shop  # desktop\n")
+    desktop += b"# the desktop's own note\nowner: ann  # for now\n"
+    for ours, theirs in ((laptop, desktop), (desktop, laptop)):
+        merged = merge_project(base, ours, theirs)
+        assert merged.clean, merged
+        text = merged.merged.decode("utf-8")
+        for comment in ("# ask Ann before renaming", "# since June", "# desktop", "# for now"):
+            assert comment in text, (comment, text)
+        assert yaml.safe_load(text) == {
+            "name": "shop",
+            "code_paths": ["~/code/shop", "/srv/shop"],
+            "description": "web shop",
+            "owner": "ann",
+        }

@@ -491,3 +491,39 @@ def test_a_project_both_machines_created_before_they_met_answers_both_machines_f
     desktop.sync()
     cluster.settle()
     assert tree(laptop) == tree(desktop)
+
+
+def test_a_project_file_merged_key_by_key_keeps_the_comments_and_layout_both_machines_wrote(
+    cluster: Cluster,
+) -> None:
+    """Both machines changed project.yaml, different keys: merged key by key, the file was written
+    anew by the YAML dumper and a person's comments in it were gone from both machines."""
+    laptop = cluster.first("laptop")
+    desktop = cluster.clone("desktop")
+    rel = "desk/projects/shop/project.yaml"
+    laptop.write(
+        rel,
+        "# the shop: ask Ann before renaming it\nname: shop\nid: 0190a000-0000-7000-8000-000000000001\n"
+        "code_paths:\n- ~/code/shop  # the laptop\ndescription: the shop\n",
+    )
+    laptop.sync()
+    desktop.sync()
+    laptop.write(
+        rel,
+        "# the shop: ask Ann before renaming it\nname: shop\nid: 0190a000-0000-7000-8000-000000000001\n"
+        "code_paths:\n- ~/code/shop  # the laptop\ndescription: the web shop  # since June\n",
+    )
+    desktop.write(
+        rel,
+        "# the shop: ask Ann before renaming it\nname: shop\nid: 0190a000-0000-7000-8000-000000000001\n"
+        "code_paths:\n- ~/code/shop  # the laptop\n- /srv/shop  # the desktop\ndescription: the shop\n",
+    )
+    laptop.sync()
+    desktop.sync()
+    cluster.settle()
+    assert tree(laptop) == tree(desktop)
+    assert not [p for p in tree(desktop) if ".conflict-" in p]
+    merged = desktop.read(rel).decode("utf-8")
+    assert "# the shop: ask Ann before renaming it" in merged
+    assert "# since June" in merged and "# the desktop" in merged
+    assert "description: the web shop" in merged and "- /srv/shop" in merged

@@ -18,10 +18,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _support import ServeProcess, persons_vault
+from _support import ServeProcess, cli, persons_vault
 from mcp_harness import mcp_client
 
 KETTLE = b"# Kettle\n\nkettlemarker: descale it monthly with citric acid.\n"
+TOASTER = b"# Toaster\n\ntoastermarker: crumbs tray out every Sunday.\n"
 TEMPLATE = b"# Weekly review\n\ntemplatemarker: what went well, what did not.\n"
 FILES = {
     "Kettle.md": KETTLE,
@@ -130,3 +131,96 @@ def test_the_id_a_persons_note_was_answered_under_finds_it_after_a_rename(tmp_pa
     assert (vault / "Kitchen" / "Kettle.md").read_bytes() == KETTLE  # the person's files untouched
     assert (vault / "Templates/Review old.md").read_bytes() == TEMPLATE
     assert (vault / "Journal/Boiling.md").read_bytes() == FILES["Journal/Boiling.md"]
+
+
+def test_the_id_a_persons_note_had_before_a_rename_still_finds_it_after_the_note_is_edited(
+    tmp_path: Path,
+) -> None:
+    vault = persons_vault(tmp_path, {"Kettle.md": KETTLE})
+    config = tmp_path / "config"
+    ids: dict[str, str] = {}
+
+    async def while_running(s: Session) -> None:
+        (old,) = await s.id_of("kettlemarker")
+        (vault / "Appliances").mkdir()
+        os.rename(vault / "Kettle.md", vault / "Appliances" / "Kettle.md")
+        deadline = asyncio.get_running_loop().time() + 20
+        while len(kettles := await s.id_of("kettlemarker")) != 1 or kettles == [old]:  # both, a moment
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the move"
+            await asyncio.sleep(0.1)
+        (now,) = kettles
+        assert (await s.call("memory_recall", action="get", thought_id=old))["item"]["id"] == now
+        # the person goes on writing the note at its new name, a minute later
+        with open(vault / "Appliances" / "Kettle.md", "ab") as f:
+            f.write(b"\nfiltermarker: change the filter every spring.\n")
+        deadline = asyncio.get_running_loop().time() + 20
+        while not await s.id_of("filtermarker"):
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the edit"
+            await asyncio.sleep(0.1)
+        got = await s.call("memory_recall", action="get", thought_id=old)
+        assert got["item"]["id"] == now and "filtermarker" in got["item"]["content"]
+        ids.update(old=old, now=now)
+
+    serve(ServeProcess(vault, config), while_running)
+    with open(vault / "Appliances" / "Kettle.md", "ab") as f:  # and again while nothing ran
+        f.write(b"\nlidmarker: the lid sticks.\n")
+
+    async def after_restart(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["old"])
+        assert got["item"]["id"] == ids["now"] and "lidmarker" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), after_restart)
+
+
+def test_a_note_moved_onto_the_name_of_a_renamed_note_does_not_take_the_ids_that_note_had(
+    tmp_path: Path,
+) -> None:
+    vault = persons_vault(tmp_path, {"Kettle.md": KETTLE, "Toaster.md": TOASTER})
+    config = tmp_path / "config"
+    ids: dict[str, str] = {}
+
+    async def first(s: Session) -> None:
+        (ids["kettle"],) = await s.id_of("kettlemarker")
+        (ids["toaster"],) = await s.id_of("toastermarker")
+
+    serve(ServeProcess(vault, config), first)
+    os.rename(vault / "Kettle.md", vault / "Old kettle.md")  # while nothing ran
+
+    async def second(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["kettle"])
+        assert "descale it monthly" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), second)
+    # the old kettle thrown out, the toaster moved onto its name (a file manager's "replace")
+    os.replace(vault / "Toaster.md", vault / "Old kettle.md")
+
+    async def third(s: Session) -> None:
+        got = await s.call("memory_recall", action="get", thought_id=ids["toaster"])
+        assert "toastermarker" in got["item"]["content"]
+        failed, refused = await s.answer("memory_recall", action="get", thought_id=ids["kettle"])
+        assert failed and "no thought has id" in str(refused), refused  # the kettle is gone
+
+    serve(ServeProcess(vault, config), third)
+
+
+def test_an_agents_update_through_the_old_id_of_a_renamed_note_leaves_that_id_answering(
+    tmp_path: Path,
+) -> None:
+    """In vaultmem's own vault an agent may update a note written by hand without an ``id`` key,
+    through the id it had before a rename; the next call with that id was a 404."""
+    vault, config = tmp_path / "vault", tmp_path / "config"
+    assert cli(config, "init", str(vault)).returncode == 0
+    (vault / "Kettle.md").write_bytes(KETTLE)
+
+    async def while_running(s: Session) -> None:
+        (old,) = await s.id_of("kettlemarker")
+        os.rename(vault / "Kettle.md", vault / "Old kettle.md")
+        deadline = asyncio.get_running_loop().time() + 20
+        while len(kettles := await s.id_of("kettlemarker")) != 1 or kettles == [old]:
+            assert asyncio.get_running_loop().time() < deadline, "the watcher never saw the move"
+            await asyncio.sleep(0.1)
+        await s.call("memory_store", action="update", thought_id=old, content="descalemarker: weekly now")
+        got = await s.call("memory_recall", action="get", thought_id=old)
+        assert got["item"]["id"] == kettles[0] and "weekly now" in got["item"]["content"]
+
+    serve(ServeProcess(vault, config), while_running)

@@ -12,7 +12,10 @@ longer matched the project, and its agents' writes landed without one. Here:
 - any other key one side changed: that side's value; both changed it differently: the newer side's
   file wins that key and the other side is kept whole as the conflict copy, as for any text file.
 
-A side that is not a YAML mapping is merged as text (``merge_text``).
+The file keeps what people wrote in it: the merge of its lines when that says the same as the keys'
+merge (changes to different lines: both sides' comments), else this side's file with the merged keys
+set in place (``frontmatter.set_fields``). A side that is not a YAML mapping is merged as text
+(``merge_text``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import yaml
 
 from vaultmem.errors import MalformedNote
+from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.merge import LostSide, NoteMerge, Side, merge_text
 from vaultmem.safe_yaml import load_yaml_mapping
 
@@ -70,7 +74,7 @@ def merge_project(base: bytes, ours: bytes, theirs: bytes) -> NoteMerge:
             merged[key] = value
     if former:
         merged[MERGED_IDS] = former
-    text = yaml.safe_dump(merged, allow_unicode=True, sort_keys=False, default_flow_style=False)
+    text = _written((base, ours, theirs), mine, other, merged)
     if not lost:
         return NoteMerge(text.encode("utf-8"), "text", by_rule=tuple(by_rule))
     loser: Side = "theirs" if newer == "ours" else "ours"
@@ -79,6 +83,37 @@ def merge_project(base: bytes, ours: bytes, theirs: bytes) -> NoteMerge:
         text.encode("utf-8"), "text", by_rule=tuple(by_rule), kept=newer,
         lost=LostSide(loser, other_bytes, body=True),
     )  # fmt: skip
+
+
+def _written(
+    sides: tuple[bytes, bytes, bytes], mine: dict[str, Any], other: dict[str, Any], merged: dict[str, Any]
+) -> str:
+    """The text of ``merged``, keeping the comments and layout the sides' files have: the merge of
+    the lines when it means ``merged``; else this side's file, a key the other side changed taken
+    as its lines there, a key merged by rule written in place."""
+    lines = merge_text(*sides)
+    try:
+        if lines.clean and _mapping(lines.merged) == merged:
+            return lines.merged.decode("utf-8")
+        theirs = {e.key: e for e in _block(sides[2]).entries if e.key is not None}
+        taken = {k for k, v in merged.items() if mine.get(k, _MISSING) != v and other.get(k, _MISSING) == v}
+        changes = {k: v for k, v in merged.items() if mine.get(k, _MISSING) != v and k not in taken}
+        changes.update({k: fm.DELETE for k in mine if k not in merged})
+        edited = fm.set_fields(_block(sides[1]), changes)
+        entries = [theirs[e.key] if e.key in taken else e for e in edited.entries]
+        entries += [theirs[k] for k in taken if k not in mine]
+        text = "".join(line for e in entries for line in e.lines)
+        if _mapping(text.encode("utf-8")) == merged:
+            return text
+    except (MalformedNote, UnicodeDecodeError, KeyError):
+        pass  # a flow mapping or the like: written anew
+    return yaml.safe_dump(merged, allow_unicode=True, sort_keys=False, default_flow_style=False)
+
+
+def _block(data: bytes) -> fm.NoteText:
+    """A project.yaml read as a frontmatter block, its entries as written."""
+    text = data.decode("utf-8")
+    return fm.parse(f"---\n{text}{'' if text.endswith(chr(10)) else chr(10)}---\n", source=PROJECT_FILE)
 
 
 def _mapping(data: bytes) -> dict[str, Any]:

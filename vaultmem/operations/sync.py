@@ -101,8 +101,7 @@ class Syncing:
 
     def _read_merged(self, changed: list[ChangedPath]) -> None:
         """Under the round's lock, right after a merge: the catalog reads what it changed."""
-        for rel in incoming_notes(self.ctx.layout, changed):
-            self.ctx.catalog.refresh(rel)
+        self.ctx.catalog.refresh_merged(incoming_notes(self.ctx.layout, changed))
 
     def _step(self, step: str) -> None:
         if self.checkpoint is not None:

@@ -124,7 +124,7 @@ class Catalog:
                     self._add(known)
                 else:
                     parsed += 1
-                    self.refresh(rel)
+                    self._gone.edited(cached[rel], self.refresh(rel), self.with_fingerprint)
             seen = len(self._by_path) + len(self.problems)
         if parsed or len(cached) != len(self._by_path):
             self.save_cache()
@@ -223,16 +223,38 @@ class Catalog:
             return None
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         self._add(entry)
+        self._gone.edited(old, entry, self.with_fingerprint)
         return entry
+
+    def refresh_merged(self, rels: list[str]) -> None:
+        """:meth:`refresh` the paths a merge changed. A note without an ``id`` key that it moved (one
+        path gone, one come, of the same bytes) keeps answering the ids it had: the checkout wrote
+        it anew, so its modification time is not the one a rename keeps (``gone.py``)."""
+        with self._lock:
+            went: dict[str, list[Entry]] = {}  # content hash -> the notes without an id at rels
+            for rel in rels:
+                if (e := self._by_path.get(rel)) is not None and e.id is None:
+                    went.setdefault(e.content_hash, []).append(e)
+            for rel in rels:
+                self.refresh(rel)
+            came: dict[str, list[Entry]] = {}
+            for rel in rels:
+                if (e := self._by_path.get(rel)) is not None and e.content_hash in went:
+                    came.setdefault(e.content_hash, []).append(e)
+            for content_hash, heirs in came.items():
+                olds = went[content_hash]
+                if len(heirs) == len(olds) == 1 and olds[0].path not in self._by_path:
+                    self._gone.edited(olds[0], heirs[0], self.with_fingerprint)
 
     def put(self, note: Note) -> Entry:
         """Record a note the write path has just written."""
         st = (self.layout.root / note.path).stat()
         entry = Entry.from_note(note, st.st_mtime_ns, st.st_size)
         with self._lock:
-            self._remove(note.path)
+            old = self._remove(note.path)
             self._no_problem(note.path)
             self._add(entry)
+            self._gone.edited(old, entry, self.with_fingerprint)
             self._changed()
         return entry
 

@@ -115,3 +115,6 @@ def _flock(path: Path, timeout: float, mode: int = fcntl.LOCK_EX, busy: str = ""
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
+        except OSError:  # no flock on this filesystem (ENOLCK, EOPNOTSUPP): the caller's fallback
+            os.close(fd)
+            raise
