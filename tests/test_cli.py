@@ -152,6 +152,24 @@ def test_log_shows_a_memorys_history(v: list[str], capsys: pytest.CaptureFixture
     assert history["id"] == memory["id"] and len(history["history"]) == 2
 
 
+def test_log_of_a_memory_like_an_older_one_is_its_own_history(
+    v: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git log --follow` takes a new file for a copy of a similar one already there: a second
+    deploy checklist's log showed the first one's creation as its own, and its own as a rename."""
+    text = "Deploy checklist: run the tests, tag the release, push the tag, watch the {}dashboard."
+    first = run_json(capsys, *v, "append", "--kind", "reference", "--title", "Deploy", text.format(""))
+    second = run_json(
+        capsys, *v, "append", "--kind", "reference", "--title", "Deploy staging", text.format("staging ")
+    )
+    history = run_json(capsys, *v, "log", second["id"])["history"]
+    assert [(row["action"], row["summary"]) for row in history] == [
+        ("create", "memory_append: add deploy-staging")
+    ]
+    # The older memory's own history is untouched by the copy.
+    assert [row["action"] for row in run_json(capsys, *v, "log", first["id"])["history"]] == ["create"]
+
+
 def test_vault_defaults_to_the_environment_variable(
     vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
