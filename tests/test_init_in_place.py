@@ -213,3 +213,34 @@ def test_the_filing_contracts_routing_holds_in_vaultmems_own_folder(tmp_path: Pa
         paths[captured["id"]],
     }  # slots, project.yaml and Memory/README.md are no notes; the person's note is one
     assert sorted(p.name for p in (vault / "Projects").iterdir()) == ["Kitchen.md"]
+
+
+def test_archive_and_merge_previews_say_a_persons_note_cannot_be_changed(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The previews promised `would_archive` / `would_merge` for a person's note, with a token the
+    model was told to confirm; the confirmed call was then refused (and an archive_batch with one
+    such note among others wrote nothing at all)."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    init_vault(vault)
+    before = hashes(vault)["Recipes/Bread.md"]
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        mine = structured(wire.call("memory_append", content="Bake at 250 C.", kind="reference"))["id"]
+        theirs = structured(wire.call("memory_search", query="Flour water salt"))["results"][0]["id"]
+
+        archive = wire.supersede(action="archive", thought_id=theirs)["item"]
+        assert archive["outcome"] == "ineligible" and "preview_token" not in archive
+        assert "Recipes/Bread.md is the person's own note" in archive["reason"]
+        for source, target in ((theirs, mine), (mine, theirs)):
+            merge = wire.supersede(action="merge", source_id=source, target_id=target)["item"]
+            assert merge["outcome"] == "ineligible" and "preview_token" not in merge
+            assert "Recipes/Bread.md is the person's own note" in merge["reason"]
+
+        batch = wire.supersede(action="archive_batch", thought_ids=[theirs, mine])
+        assert [row["outcome"] for row in batch["items"]] == ["ineligible", "would_archive"]
+        done = wire.confirm("memory_supersede", action="archive_batch", thought_ids=[theirs, mine])
+        assert [row["status"] for row in done["items"]] == ["failed", "archived"]
+        assert "person's own note" in done["items"][0]["error"]
+    assert hashes(vault)["Recipes/Bread.md"] == before
