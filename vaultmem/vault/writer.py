@@ -433,7 +433,8 @@ class VaultWriter:
             hand_edit_message(paths, deleted),
             self.repo.person(),
             record=False,
-            describe=lambda changed: hand_edit_message(changed, deleted),  # not what a merge took
+            # not what a merge took; a note the person moved or renamed is named as one
+            describe=lambda changed: hand_edit_message(changed, deleted, self.repo.staged_renames()),
         )
 
     def close(self) -> None:
