@@ -244,3 +244,15 @@ def test_archive_and_merge_previews_say_a_persons_note_cannot_be_changed(
         assert [row["status"] for row in done["items"]] == ["failed", "archived"]
         assert "person's own note" in done["items"][0]["error"]
     assert hashes(vault)["Recipes/Bread.md"] == before
+
+
+def test_init_in_place_says_it_adopted_the_folder_not_that_it_created_it(tmp_path: Path) -> None:
+    """`vaultmem init ~/Obsidian` printed "created ~/Obsidian" for a folder of the person's notes."""
+    vault = tmp_path / "Obsidian"
+    hand_write(vault, "Home.md", "# Home\n")
+    told = run("init", str(vault), home=tmp_path)
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.splitlines()[0] == f"adopted {vault}: your notes stay where they are, as they are"
+    assert "created" not in told.stdout
+    fresh = run("init", str(tmp_path / "new"), home=tmp_path)
+    assert fresh.stdout.splitlines()[0] == f"created {tmp_path / 'new'}"

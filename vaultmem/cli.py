@@ -72,8 +72,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
-    print(f"{'created' if created else 'already a vault:'} {root}")
     home = Settings.resolve(root).home
+    if created and home:  # the folder held the person's notes: nothing of theirs was created
+        print(f"adopted {root}: your notes stay where they are, as they are")
+    else:
+        print(f"{'created' if created else 'already a vault:'} {root}")
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
     _ensure_token(root)
