@@ -256,3 +256,19 @@ def test_init_in_place_says_it_adopted_the_folder_not_that_it_created_it(tmp_pat
     assert "created" not in told.stdout
     fresh = run("init", str(tmp_path / "new"), home=tmp_path)
     assert fresh.stdout.splitlines()[0] == f"created {tmp_path / 'new'}"
+
+
+def test_an_adopted_vaults_trash_and_finder_files_stay_out_of_git(tmp_path: Path) -> None:
+    """The template's .gitignore has `.trash/` and `.DS_Store`, the lines added to an adopted vault's
+    had neither: Obsidian's trash (never committed) showed as untracked in `git status` for good,
+    and macOS's `.DS_Store` went into the first commit."""
+    vault = tmp_path / "Obsidian"
+    hand_write(vault, "Home.md", "# Home\n")
+    hand_write(vault, ".trash/Old idea.md", "deleted in Obsidian\n")
+    hand_write(vault, ".DS_Store", "Finder's\n")
+    hand_write(vault, "Areas/.DS_Store", "Finder's\n")
+    before = hashes(vault)
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "DS_Store" not in git(vault, "ls-files") and "Home.md" in git(vault, "ls-files")
+    assert {k: v for k, v in hashes(vault).items() if k in before} == before
