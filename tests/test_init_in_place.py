@@ -272,3 +272,26 @@ def test_an_adopted_vaults_trash_and_finder_files_stay_out_of_git(tmp_path: Path
     assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
     assert "DS_Store" not in git(vault, "ls-files") and "Home.md" in git(vault, "ls-files")
     assert {k: v for k, v in hashes(vault).items() if k in before} == before
+
+
+def test_a_merge_leaves_a_link_in_a_persons_properties_where_it_is(tmp_path: Path, clock: FakeClock) -> None:
+    """A person's note declaring `related: "[[deploy-gate]]"` in its properties: merging that agent
+    note into another was refused whole ("... is the person's own note"), because the merge set out
+    to rewrite the person's link onto the target. Their link stays; the rest of the merge runs."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Home.md", "# Home\n")
+    init_vault(vault)
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        gate = wire.call("memory_append", content="Run the checklist.", kind="decision", title="Gate")
+        old = structured(gate)
+        new = structured(wire.call("memory_append", content="Checklist, then a canary.", kind="decision"))
+        hand_write(vault, "Plans/Deploys.md", '---\nrelated: "[[gate]]"\n---\nHow we deploy.\n')
+        memory.reconcile()
+        before = hashes(vault)["Plans/Deploys.md"]
+        preview = wire.supersede(action="merge", source_id=old["id"], target_id=new["id"])["item"]
+        assert preview["outcome"] == "would_merge" and preview["source"]["edges"] == []
+        done = wire.confirm("memory_supersede", action="merge", source_id=old["id"], target_id=new["id"])
+        assert done["item"]["status"] == "executed"
+        assert structured(wire.call("memory_search", query=old["id"]))["results"][0]["status"] == "archived"
+    assert hashes(vault)["Plans/Deploys.md"] == before

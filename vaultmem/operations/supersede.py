@@ -337,12 +337,18 @@ class Supersede:
 
     def _source_edges(self, sid: str) -> list[Edge]:
         """The source's typed edges, outgoing and incoming, oldest first. Links written in a note's
-        text (``links_to``) stay where they are: they are the person's words, never rewritten."""
+        text (``links_to``) stay where they are: they are the person's words, never rewritten; so
+        does a typed link a person's own note declares in its properties (``related: "[[x]]"``),
+        which vaultmem never changes (rewriting it refused the whole merge)."""
         records = sorted(
-            (e for e in self.lookup.edges.edges_of(sid) if e.type != TEXT_LINK),
+            (e for e in self.lookup.edges.edges_of(sid) if e.type != TEXT_LINK and self._movable(e)),
             key=lambda e: (e.created_at, e.id),
         )
         return records
+
+    def _movable(self, edge: Edge) -> bool:
+        holder = self.lookup.entry(edge.source_id)
+        return holder is None or self.ctx.layout.writable(holder.path)
 
     def _transfers(self, sid: str, tid: str, target_is_cluster: bool) -> list[_Transfer]:
         out: list[_Transfer] = []
