@@ -91,6 +91,22 @@ def hand_edit_message(
     return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
 
 
+def staged_renames(repo: GitRepo) -> dict[str, str]:
+    """The renames among the changes staged in git's index: new path -> old path. Only a file moved
+    whole (git's ``R100``, what Obsidian's move or rename does): a note deleted while a similar one
+    was written is not taken for a rename of it."""
+    fields = repo.git("diff", "--cached", "--name-status", "-M", "-z", errors="surrogateescape").split("\0")
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        width = 2 if status[:1] in ("R", "C") else 1  # a rename or copy names its old and new path
+        if status == "R100" and i + 2 < len(fields):
+            found[fields[i + 2]] = fields[i + 1]
+        i += 1 + (width if status else 0)
+    return found
+
+
 @dataclass
 class _Job:
     paths: list[str]

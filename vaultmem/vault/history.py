@@ -396,27 +396,6 @@ class GitRepo:
             Path(spec.name).unlink(missing_ok=True)
         return True
 
-    def staged_renames(self) -> dict[str, str]:
-        """The renames among the changes staged in git's index: new path -> old path. Only a file
-        moved whole (git's ``R100``, what Obsidian's move or rename does): a note deleted while a
-        similar one was written is not taken for a rename of it."""
-        out = self.git("diff", "--cached", "--name-status", "-M", "-z", errors="surrogateescape")
-        fields = out.split("\0")
-        found: dict[str, str] = {}
-        i = 0
-        while i < len(fields):
-            status = fields[i]
-            i += 1
-            if not status:
-                continue
-            if status[0] in "RC":  # two paths follow: the old and the new
-                if status == "R100" and i + 1 < len(fields):
-                    found[fields[i + 1]] = fields[i]
-                i += 2
-            else:
-                i += 1
-        return found
-
     def _committed_as(self, rel: str) -> str | None:
         """``rel``; or the symlinked folder on its way (the nearest the root); or None when a
         folder on its way is a repository of its own (a submodule or a clone: it has a ``.git``)."""
@@ -527,22 +506,11 @@ class GitRepo:
             meta = fields[0].split()
             letter, blob = meta[-1][:1], meta[3]
             where = fields[2] if letter in "RC" and len(fields) > 2 else fields[1]
-            # `--follow` takes a new file for a copy of any similar one already there (a second
-            # memory much like an older one): the note was made here, the older commits are the
-            # other file's, as in first_added().
-            copied = letter == "C"
-            found.append(
-                Version(
-                    sha,
-                    at,
-                    name,
-                    email,
-                    where,
-                    "A" if copied else letter,
-                    None if set(blob) == {"0"} else blob,
-                    body.strip(),
-                )
-            )
+            # `--follow` takes a new file for a copy of any similar one already there (a memory much
+            # like an older one): the note was made here, older commits are the other's (first_added)
+            copied, gone = letter == "C", set(blob) == {"0"}
+            change = "A" if copied else letter
+            found.append(Version(sha, at, name, email, where, change, None if gone else blob, body.strip()))
             if copied:
                 break
         return found

@@ -29,7 +29,13 @@ from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import remove_files
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
+from vaultmem.vault.commits import (
+    CommitWriter,
+    author_of,
+    hand_edit_message,
+    names_in_subject,
+    staged_renames,
+)
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
@@ -434,7 +440,7 @@ class VaultWriter:
             self.repo.person(),
             record=False,
             # not what a merge took; a note the person moved or renamed is named as one
-            describe=lambda changed: hand_edit_message(changed, deleted, self.repo.staged_renames()),
+            describe=lambda changed: hand_edit_message(changed, deleted, staged_renames(self.repo)),
         )
 
     def close(self) -> None:
