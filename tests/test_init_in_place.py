@@ -252,7 +252,10 @@ def test_init_in_place_says_it_adopted_the_folder_not_that_it_created_it(tmp_pat
     hand_write(vault, "Home.md", "# Home\n")
     told = run("init", str(vault), home=tmp_path)
     assert told.returncode == 0, told.stderr
-    assert told.stdout.splitlines()[0] == f"adopted {vault}: your notes stay where they are, as they are"
+    assert told.stdout.splitlines()[:2] == [
+        f"adopted {vault}",
+        f"vaultmem keeps its files in {vault / 'Memory'}; your notes elsewhere are indexed, never changed",
+    ]
     assert "created" not in told.stdout
     fresh = run("init", str(tmp_path / "new"), home=tmp_path)
     assert fresh.stdout.splitlines()[0] == f"created {tmp_path / 'new'}"
@@ -295,3 +298,18 @@ def test_a_merge_leaves_a_link_in_a_persons_properties_where_it_is(tmp_path: Pat
         assert done["item"]["status"] == "executed"
         assert structured(wire.call("memory_search", query=old["id"]))["results"][0]["status"] == "archived"
     assert hashes(vault)["Plans/Deploys.md"] == before
+
+
+def test_log_of_a_persons_note_names_the_id_it_answers_to(tmp_path: Path) -> None:
+    """`vaultmem log` of a person's note without an `id:` key printed `(None)` (and `"id": null`
+    with --json), though search, blame and every tool give it the id derived from its path."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    found = run("search", "--vault", str(vault), "Flour water salt", "--json", home=tmp_path)
+    derived = json.loads(found.stdout)["results"][0]["id"]
+    told = run("log", "--vault", str(vault), derived, home=tmp_path)
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.splitlines()[0] == f"Recipes/Bread.md  ({derived})"
+    as_json = json.loads(run("log", "--vault", str(vault), derived, "--json", home=tmp_path).stdout)
+    assert as_json["id"] == derived
