@@ -313,3 +313,23 @@ def test_log_of_a_persons_note_names_the_id_it_answers_to(tmp_path: Path) -> Non
     assert told.stdout.splitlines()[0] == f"Recipes/Bread.md  ({derived})"
     as_json = json.loads(run("log", "--vault", str(vault), derived, "--json", home=tmp_path).stdout)
     assert as_json["id"] == derived
+
+
+def test_a_persons_edits_made_while_vaultmem_was_stopped_are_committed_as_theirs(tmp_path: Path) -> None:
+    """The watcher commits a hand edit under the person's git identity; the same edit made while no
+    vaultmem ran was committed at the next start as `vaultmem <vaultmem@localhost>` ("record
+    changes found at start"), so `git log --author` and `vaultmem blame` gave their words to vaultmem."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    hand_write(vault, "Recipes/Cake.md", "# Cake\n")
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    git(vault, "config", "user.name", "Ann")
+    git(vault, "config", "user.email", "ann@example.org")
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt, time.\n")
+    (vault / "Recipes" / "Cake.md").rename(vault / "Recipes" / "Birthday cake.md")
+    added = run("append", "--vault", str(vault), "--kind", "fix", "Preheat the oven first.", home=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+    mine = git(vault, "log", "--author=Ann", "--format=%an <%ae>%n%B")
+    assert mine.startswith("Ann <ann@example.org>\nhand edits: 2 files (1 renamed): Birthday cake, Bread")
+    assert "- renamed Recipes/Cake.md -> Recipes/Birthday cake.md" in mine
