@@ -207,6 +207,20 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
     assert "--vault" in out
 
 
+def test_the_state_dir_help_says_where_it_is_in_an_adopted_vault_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The help said `<vault>/.vaultmem`; in a vault adopted in place it is `<vault>/Memory/.vaultmem`."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "Home.md").write_text("# Home\n", encoding="utf-8")
+    run(capsys, "init", str(tmp_path / "notes"))
+    run(capsys, "reindex", "--vault", str(tmp_path / "notes"))
+    assert (tmp_path / "notes" / "Memory" / ".vaultmem").is_dir()
+    with pytest.raises(SystemExit):
+        main(["reindex", "--help"])
+    assert "(default: .vaultmem in vaultmem's own folder)" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize(
     ("argv", "advice"),
     [

@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--state-dir",
             metavar="DIR",
             default=default,
-            help="derived state such as the search index (default: <vault>/.vaultmem)",
+            help="derived state such as the search index (default: .vaultmem in vaultmem's own folder)",
         )
         return options
 
