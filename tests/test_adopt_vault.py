@@ -171,6 +171,8 @@ def test_a_persons_vault_adopted_in_place_keeps_every_file_and_gives_the_agents_
         ".vaultmem-tmp-*",
         ".obsidian/workspace.json",
         ".obsidian/workspace-mobile.json",
+        "/.trash/",
+        ".DS_Store",
     ]
     notes = [rel for rel in new_files if rel.endswith(".md") and not rel.startswith("Memory/.vaultmem")]
     assert any(rel.startswith("Memory/memory/procedural/") for rel in notes)  # the contract's routing

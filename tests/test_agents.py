@@ -206,7 +206,7 @@ def test_history_follows_a_note_renamed_by_hand(vault: Path) -> None:
         history = call(daemon.url, alice, "memory_recall", {"action": "history", "thought_id": created["id"]})
         rows = history["items"]
     assert [r["action"] for r in rows] == ["rename", "create"]
-    assert rows[1]["author"] == "alice" and rows[0]["summary"].startswith("hand edits")
+    assert rows[1]["author"] == "alice" and rows[0]["summary"].startswith("hand rename: ")
 
 
 def test_a_hand_edit_is_committed_as_the_person_even_when_an_agent_writes_the_note_right_after(

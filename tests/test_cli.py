@@ -152,6 +152,24 @@ def test_log_shows_a_memorys_history(v: list[str], capsys: pytest.CaptureFixture
     assert history["id"] == memory["id"] and len(history["history"]) == 2
 
 
+def test_log_of_a_memory_like_an_older_one_is_its_own_history(
+    v: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git log --follow` takes a new file for a copy of a similar one already there: a second
+    deploy checklist's log showed the first one's creation as its own, and its own as a rename."""
+    text = "Deploy checklist: run the tests, tag the release, push the tag, watch the {}dashboard."
+    first = run_json(capsys, *v, "append", "--kind", "reference", "--title", "Deploy", text.format(""))
+    second = run_json(
+        capsys, *v, "append", "--kind", "reference", "--title", "Deploy staging", text.format("staging ")
+    )
+    history = run_json(capsys, *v, "log", second["id"])["history"]
+    assert [(row["action"], row["summary"]) for row in history] == [
+        ("create", "memory_append: add deploy-staging")
+    ]
+    # The older memory's own history is untouched by the copy.
+    assert [row["action"] for row in run_json(capsys, *v, "log", first["id"])["history"]] == ["create"]
+
+
 def test_vault_defaults_to_the_environment_variable(
     vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,6 +205,20 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert out.startswith(f"usage: vaultmem {command}")
     assert "--vault" in out
+
+
+def test_the_state_dir_help_says_where_it_is_in_an_adopted_vault_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The help said `<vault>/.vaultmem`; in a vault adopted in place it is `<vault>/Memory/.vaultmem`."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "Home.md").write_text("# Home\n", encoding="utf-8")
+    run(capsys, "init", str(tmp_path / "notes"))
+    run(capsys, "reindex", "--vault", str(tmp_path / "notes"))
+    assert (tmp_path / "notes" / "Memory" / ".vaultmem").is_dir()
+    with pytest.raises(SystemExit):
+        main(["reindex", "--help"])
+    assert "(default: .vaultmem in vaultmem's own folder)" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize(

@@ -213,3 +213,123 @@ def test_the_filing_contracts_routing_holds_in_vaultmems_own_folder(tmp_path: Pa
         paths[captured["id"]],
     }  # slots, project.yaml and Memory/README.md are no notes; the person's note is one
     assert sorted(p.name for p in (vault / "Projects").iterdir()) == ["Kitchen.md"]
+
+
+def test_archive_and_merge_previews_say_a_persons_note_cannot_be_changed(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The previews promised `would_archive` / `would_merge` for a person's note, with a token the
+    model was told to confirm; the confirmed call was then refused (and an archive_batch with one
+    such note among others wrote nothing at all)."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    init_vault(vault)
+    before = hashes(vault)["Recipes/Bread.md"]
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        mine = structured(wire.call("memory_append", content="Bake at 250 C.", kind="reference"))["id"]
+        theirs = structured(wire.call("memory_search", query="Flour water salt"))["results"][0]["id"]
+
+        archive = wire.supersede(action="archive", thought_id=theirs)["item"]
+        assert archive["outcome"] == "ineligible" and "preview_token" not in archive
+        assert "Recipes/Bread.md is the person's own note" in archive["reason"]
+        for source, target in ((theirs, mine), (mine, theirs)):
+            merge = wire.supersede(action="merge", source_id=source, target_id=target)["item"]
+            assert merge["outcome"] == "ineligible" and "preview_token" not in merge
+            assert "Recipes/Bread.md is the person's own note" in merge["reason"]
+
+        batch = wire.supersede(action="archive_batch", thought_ids=[theirs, mine])
+        assert [row["outcome"] for row in batch["items"]] == ["ineligible", "would_archive"]
+        done = wire.confirm("memory_supersede", action="archive_batch", thought_ids=[theirs, mine])
+        assert [row["status"] for row in done["items"]] == ["failed", "archived"]
+        assert "person's own note" in done["items"][0]["error"]
+    assert hashes(vault)["Recipes/Bread.md"] == before
+
+
+def test_init_in_place_says_it_adopted_the_folder_not_that_it_created_it(tmp_path: Path) -> None:
+    """`vaultmem init ~/Obsidian` printed "created ~/Obsidian" for a folder of the person's notes."""
+    vault = tmp_path / "Obsidian"
+    hand_write(vault, "Home.md", "# Home\n")
+    told = run("init", str(vault), home=tmp_path)
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.splitlines()[:2] == [
+        f"adopted {vault}",
+        f"vaultmem keeps its files in {vault / 'Memory'}; your notes elsewhere are indexed, never changed",
+    ]
+    assert "created" not in told.stdout
+    fresh = run("init", str(tmp_path / "new"), home=tmp_path)
+    assert fresh.stdout.splitlines()[0] == f"created {tmp_path / 'new'}"
+
+
+def test_an_adopted_vaults_trash_and_finder_files_stay_out_of_git(tmp_path: Path) -> None:
+    """The template's .gitignore has `.trash/` and `.DS_Store`, the lines added to an adopted vault's
+    had neither: Obsidian's trash (never committed) showed as untracked in `git status` for good,
+    and macOS's `.DS_Store` went into the first commit."""
+    vault = tmp_path / "Obsidian"
+    hand_write(vault, "Home.md", "# Home\n")
+    hand_write(vault, ".trash/Old idea.md", "deleted in Obsidian\n")
+    hand_write(vault, ".DS_Store", "Finder's\n")
+    hand_write(vault, "Areas/.DS_Store", "Finder's\n")
+    before = hashes(vault)
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "DS_Store" not in git(vault, "ls-files") and "Home.md" in git(vault, "ls-files")
+    assert {k: v for k, v in hashes(vault).items() if k in before} == before
+
+
+def test_a_merge_leaves_a_link_in_a_persons_properties_where_it_is(tmp_path: Path, clock: FakeClock) -> None:
+    """A person's note declaring `related: "[[deploy-gate]]"` in its properties: merging that agent
+    note into another was refused whole ("... is the person's own note"), because the merge set out
+    to rewrite the person's link onto the target. Their link stays; the rest of the merge runs."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Home.md", "# Home\n")
+    init_vault(vault)
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        gate = wire.call("memory_append", content="Run the checklist.", kind="decision", title="Gate")
+        old = structured(gate)
+        new = structured(wire.call("memory_append", content="Checklist, then a canary.", kind="decision"))
+        hand_write(vault, "Plans/Deploys.md", '---\nrelated: "[[gate]]"\n---\nHow we deploy.\n')
+        memory.reconcile()
+        before = hashes(vault)["Plans/Deploys.md"]
+        preview = wire.supersede(action="merge", source_id=old["id"], target_id=new["id"])["item"]
+        assert preview["outcome"] == "would_merge" and preview["source"]["edges"] == []
+        done = wire.confirm("memory_supersede", action="merge", source_id=old["id"], target_id=new["id"])
+        assert done["item"]["status"] == "executed"
+        assert structured(wire.call("memory_search", query=old["id"]))["results"][0]["status"] == "archived"
+    assert hashes(vault)["Plans/Deploys.md"] == before
+
+
+def test_log_of_a_persons_note_names_the_id_it_answers_to(tmp_path: Path) -> None:
+    """`vaultmem log` of a person's note without an `id:` key printed `(None)` (and `"id": null`
+    with --json), though search, blame and every tool give it the id derived from its path."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    found = run("search", "--vault", str(vault), "Flour water salt", "--json", home=tmp_path)
+    derived = json.loads(found.stdout)["results"][0]["id"]
+    told = run("log", "--vault", str(vault), derived, home=tmp_path)
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.splitlines()[0] == f"Recipes/Bread.md  ({derived})"
+    as_json = json.loads(run("log", "--vault", str(vault), derived, "--json", home=tmp_path).stdout)
+    assert as_json["id"] == derived
+
+
+def test_a_persons_edits_made_while_vaultmem_was_stopped_are_committed_as_theirs(tmp_path: Path) -> None:
+    """The watcher commits a hand edit under the person's git identity; the same edit made while no
+    vaultmem ran was committed at the next start as `vaultmem <vaultmem@localhost>` ("record
+    changes found at start"), so `git log --author` and `vaultmem blame` gave their words to vaultmem."""
+    vault = tmp_path / "notes"
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt.\n")
+    hand_write(vault, "Recipes/Cake.md", "# Cake\n")
+    assert run("init", str(vault), home=tmp_path).returncode == 0
+    git(vault, "config", "user.name", "Ann")
+    git(vault, "config", "user.email", "ann@example.org")
+    hand_write(vault, "Recipes/Bread.md", "# Bread\n\nFlour, water, salt, time.\n")
+    (vault / "Recipes" / "Cake.md").rename(vault / "Recipes" / "Birthday cake.md")
+    added = run("append", "--vault", str(vault), "--kind", "fix", "Preheat the oven first.", home=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+    mine = git(vault, "log", "--author=Ann", "--format=%an <%ae>%n%B")
+    assert mine.startswith("Ann <ann@example.org>\nhand edits: 2 files (1 renamed): Birthday cake, Bread")
+    assert "- renamed Recipes/Cake.md -> Recipes/Birthday cake.md" in mine

@@ -72,8 +72,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
-    print(f"{'created' if created else 'already a vault:'} {root}")
     home = Settings.resolve(root).home
+    print(f"{('adopted' if home else 'created') if created else 'already a vault:'} {root}")
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
     _ensure_token(root)
@@ -248,7 +248,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     from vaultmem.limits import MAX_VERSIONS
 
     with _open(args) as memory:
-        note = memory.note(args.id)
+        note, note_id = memory.note(args.id), memory.id_of(args.id)  # a person's note: its derived id
         rows: list[Any] = []
         while True:  # every version, a page at a time
             page = memory.history(args.id, limit=MAX_VERSIONS, offset=len(rows), diff=args.diff)
@@ -256,9 +256,9 @@ def cmd_log(args: argparse.Namespace) -> int:
             if not page.items or len(rows) >= page.counts["total"]:
                 break
     if args.json:
-        print(json.dumps({"id": note.id, "path": note.path, "history": rows}, ensure_ascii=False))
+        print(json.dumps({"id": note_id, "path": note.path, "history": rows}, ensure_ascii=False))
         return 0
-    print(f"{note.path}  ({note.id})")
+    print(f"{note.path}  ({note_id})")
     for row in rows:
         print(f"\n{row['commit'][:10]}  {row['at']}  {row['author']}  {row['action']}\n    {row['summary']}")
         for line in row.get("diff", "").splitlines():
@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--state-dir",
             metavar="DIR",
             default=default,
-            help="derived state such as the search index (default: <vault>/.vaultmem)",
+            help="derived state such as the search index (default: .vaultmem in vaultmem's own folder)",
         )
         return options
 

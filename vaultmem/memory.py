@@ -247,6 +247,10 @@ class Memory:
         """The note with this id (any status), as its file is now."""
         return self._memories.note(note_id)
 
+    def id_of(self, note_id: str) -> str:
+        """The id the note answers to: its ``id:`` key, or the one derived from a person's note's path."""
+        return self._ctx.lookup.id_of(self._ctx.lookup.require(note_id, "id", forgotten_ok=True))
+
     def history(self, note_id: str | None, version: str | None = None, limit: int | None = None,
                 offset: int = 0, *, diff: bool = False) -> Answer:  # fmt: skip
         """``memory_recall history``, ``vaultmem log``: a note's versions (``version``: one, with text)."""

@@ -109,6 +109,34 @@ def test_hand_edits_of_several_files_say_which_were_deleted(vault: Path, tmp_pat
     assert "- deleted memory/semantic/gone.md" in body and "- edited memory/semantic/kept.md" in body
 
 
+def test_notes_the_person_moves_are_committed_as_renames_not_deletions(vault: Path, tmp_path: Path) -> None:
+    """Obsidian's move of a folder (or a rename) was committed as `hand edits: 4 files (2 deleted)`,
+    each note listed as deleted at its old path and edited at its new one: a person auditing `git
+    log` read that their notes were deleted. A real deletion beside the moves still says so."""
+    for name in ("scales", "chords", "trash"):
+        hand_write(vault, f"Piano/{name}.md", NOTE.replace("Espresso", name.title()), commit=True)
+    hand_write(vault, "Piano/tempo.md", NOTE.replace("Espresso", "Tempo"), commit=True)
+    with running_daemon(vault, tmp_path / "token", commit_quiet_period=1.5) as daemon:
+        runtime = daemon.memory
+        assert runtime is not None and parts(runtime).catalog.by_path("Piano/tempo.md")
+        (vault / "Music").mkdir()
+        for name in ("scales", "chords"):
+            (vault / "Piano" / f"{name}.md").rename(vault / "Music" / f"{name}.md")
+        (vault / "Piano" / "trash.md").unlink()
+        wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")
+        since = git(vault, "rev-parse", "HEAD").strip()
+        (vault / "Piano" / "tempo.md").rename(vault / "Piano" / "Tempo and metre.md")
+        wait_for(lambda: git(vault, "rev-parse", "HEAD").strip() != since)
+        wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")
+    single = git(vault, "log", "-1", "--format=%B")
+    folder = git(vault, "log", "-1", "--skip=1", "--format=%B")
+    assert folder.splitlines()[0] == "hand edits: 3 files (2 renamed, 1 deleted): chords, scales, trash"
+    assert "- renamed Piano/scales.md -> Music/scales.md" in folder
+    assert "- renamed Piano/chords.md -> Music/chords.md" in folder
+    assert "- deleted Piano/trash.md" in folder and "- deleted Piano/scales.md" not in folder
+    assert single.strip().splitlines()[0] == "hand rename: Piano/tempo.md -> Piano/Tempo and metre.md"
+
+
 def test_a_grouped_commit_names_the_writes_it_carries(vault: Path, held_lock: HeldLock) -> None:
     """A commit that groups writes queued while git was busy names them in its subject too."""
     notes = [vault / "memory" / "semantic" / f"n{i}.md" for i in range(4)]

@@ -90,6 +90,11 @@ B_CONTEXT = 0.3
 _BODY_MASK = 0xFFFF
 
 
+#: How a word that is not ASCII is folded (part of :func:`analysis_fingerprint`): case folded (``ß`` ->
+#: ``ss``), then accents dropped.
+FOLDING = "casefold+nfkd"
+
+
 @functools.cache
 def analysis_fingerprint() -> str:
     """What postings saved under one analysis must match to be read under another: the stop words,
@@ -101,7 +106,7 @@ def analysis_fingerprint() -> str:
     except PackageNotFoundError:  # a vendored or unpackaged copy: the analysis alone
         stemmer = "?"
     words = " ".join(sorted(STOP_WORDS))
-    return hashlib.sha256(f"{words}|{MAX_TERM_CHARS}|{stemmer}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{words}|{MAX_TERM_CHARS}|{stemmer}|{FOLDING}".encode()).hexdigest()[:16]
 
 
 class Analyzer:
@@ -138,8 +143,9 @@ class Analyzer:
 
 
 def _ascii_folded(word: str) -> str:
-    """``café`` -> ``cafe``: accents dropped (letters with no ASCII form are kept as they are)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    """``café`` -> ``cafe``, ``weiß`` -> ``weiss``: case folded and accents dropped (letters with no
+    ASCII form are kept as they are)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c))
 
 
 def field_counts(analyzer: Analyzer, title: str, body: str) -> tuple[dict[str, int], int, int]:

@@ -21,6 +21,7 @@ ranking's). What the floors are and what a score of 0.5 means is measured by
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -58,9 +59,18 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+def folded(text: str) -> str:
+    """``Günter Weiß`` -> ``gunter weiss``: case folded and accents dropped, so that a query typed
+    without them (``Chloe``) covers a note written with them (``Chloé``), as the BM25 terms do."""
+    low = text.casefold()
+    if low.isascii():
+        return low
+    return "".join(c for c in unicodedata.normalize("NFKD", low) if not unicodedata.combining(c))
+
+
 def content_terms(text: str) -> set[str]:
-    """Lower-cased, stemmed words of ``text`` that are not stop words."""
-    words = set(_WORD.findall(text.lower()))  # each distinct word stemmed once (long notes repeat)
+    """Folded, stemmed words of ``text`` that are not stop words."""
+    words = set(_WORD.findall(folded(text)))  # each distinct word stemmed once (long notes repeat)
     return {_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1}
 
 

@@ -104,7 +104,8 @@ def register_upkeep_tools(server: MCPServer[Any], memory: Memory) -> None:
         Without confirm (or confirm: false) nothing is written: the answer is a preview carrying a
         preview_token (also in meta.preview). Call again with confirm: true and that token to run it;
         execution re-checks the current state. archive: item.outcome is would_archive,
-        already_archived (idempotent) or not_found. archive_batch: one row per requested id.
+        already_archived (idempotent), not_found, or ineligible (a person's own note, which is
+        never changed: item.reason says what to do instead). archive_batch: one row per requested id.
         merge: the source's edges move onto the target (self-loops, duplicates and cluster edges
         the cluster rule rejects are dropped), a 'replaces' edge target -> source records it, the
         source is archived; the executed item reports edges_transferred. Notes are never deleted:

@@ -79,7 +79,14 @@ class Supersede:
     def _outcome(self, entry: Entry | None) -> str:
         if entry is None:
             return "not_found"
-        return "already_archived" if entry.status in ARCHIVED_STATUSES else "would_archive"
+        if entry.status in ARCHIVED_STATUSES:
+            return "already_archived"
+        return "ineligible" if self._unwritable(entry) else "would_archive"
+
+    def _unwritable(self, entry: Entry) -> str | None:
+        """Why the note cannot be archived or merged: a person's note in an adopted vault, which
+        vaultmem never changes (the confirmed call would be refused; the preview says so first)."""
+        return self.ctx.layout.unwritable_reason(entry.path)
 
     def _archive_text(self, draft: Draft, entry: Entry, now: str) -> None:
         text = draft.text_of(entry.path)
@@ -104,7 +111,9 @@ class Supersede:
                 "current_status": self.lookup.thought(entry).status if entry is not None else None,
                 "outcome": outcome,
             }
-            if entry is None:
+            if entry is None or outcome == "ineligible":
+                if entry is not None:
+                    item["reason"] = self._unwritable(entry)
                 return Answer.one("archive", item)  # nothing to confirm: no token, no meta.preview
             item["consequence"] = (
                 f"Sets the status of thought {args['thought_id']} to archived (the note stays in the "
@@ -155,7 +164,10 @@ class Supersede:
                 if entry is not None and key in seen:
                     outcome = "already_archived"  # a repeat: its first occurrence archives it
                 seen.add(key)
-                rows.append({"thought_id": t, "outcome": outcome})
+                row: Row = {"thought_id": t, "outcome": outcome}
+                if outcome == "ineligible" and entry is not None:
+                    row["reason"] = self._unwritable(entry)
+                rows.append(row)
             outcomes = [str(r["outcome"]) for r in rows]
             counts = {o: outcomes.count(o) for o in set(outcomes)}
             answer = Answer.many("archive_batch", rows, **counts)
@@ -181,6 +193,9 @@ class Supersede:
                 entry = self._live_entry(t)
                 if entry is None:
                     out.append({"thought_id": t, "status": "failed", "error": f"no thought has id {t}"})
+                    continue
+                if entry.status not in ARCHIVED_STATUSES and (problem := self._unwritable(entry)):
+                    out.append({"thought_id": t, "status": "failed", "error": problem})
                     continue
                 if entry.status not in ARCHIVED_STATUSES and not draft.reserved(entry.path):
                     self._archive_text(draft, entry, now)
@@ -257,7 +272,7 @@ class Supersede:
             return f"the source {sid} is already archived (status {source.status}); merging it is refused"
         if target.status in ARCHIVED_STATUSES:
             return f"the target {tid} is archived (status {target.status}); merge into a live thought"
-        return None
+        return self._unwritable(source) or self._unwritable(target)
 
     def _merge_preview(
         self,
@@ -322,12 +337,18 @@ class Supersede:
 
     def _source_edges(self, sid: str) -> list[Edge]:
         """The source's typed edges, outgoing and incoming, oldest first. Links written in a note's
-        text (``links_to``) stay where they are: they are the person's words, never rewritten."""
+        text (``links_to``) stay where they are: they are the person's words, never rewritten; so
+        does a typed link a person's own note declares in its properties (``related: "[[x]]"``),
+        which vaultmem never changes (rewriting it refused the whole merge)."""
         records = sorted(
-            (e for e in self.lookup.edges.edges_of(sid) if e.type != TEXT_LINK),
+            (e for e in self.lookup.edges.edges_of(sid) if e.type != TEXT_LINK and self._movable(e)),
             key=lambda e: (e.created_at, e.id),
         )
         return records
+
+    def _movable(self, edge: Edge) -> bool:
+        holder = self.lookup.entry(edge.source_id)
+        return holder is None or self.ctx.layout.writable(holder.path)
 
     def _transfers(self, sid: str, tid: str, target_is_cluster: bool) -> list[_Transfer]:
         out: list[_Transfer] = []

@@ -16,7 +16,7 @@ import logging
 import queue
 import socket
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -54,23 +54,57 @@ def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
     return f"{shown_names} and {more} more" if more > 0 else shown_names
 
 
-def hand_edit_message(paths: Sequence[str], deleted: Collection[str] = ()) -> str:
-    """The message of the watcher's commit of hand edits; a deletion says it is one.
+def hand_edit_message(
+    paths: Sequence[str], deleted: Collection[str] = (), renamed: Mapping[str, str] | None = None
+) -> str:
+    """The message of the watcher's commit of hand edits; a deletion says it is one, a move too.
 
-    One file: ``hand edit: <path>`` or ``hand deletion: <path>``. Several: ``hand edits: N files
-    (K deleted): a, b, c and 2 more``, naming the notes by file name; the body lists each path.
+    One file: ``hand edit: <path>`` or ``hand deletion: <path>``; one note moved or renamed (its
+    old and new path, ``renamed`` mapping the new to the old): ``hand rename: <old> -> <new>``.
+    Several: ``hand edits: N files (R renamed, K deleted): a, b, c and 2 more``, naming the notes by
+    file name, a renamed note once; the body lists each path. Without ``renamed`` a move reads as
+    its new path edited and its old one deleted, as git's own status would without rename detection.
     """
-    if len(paths) == 1:
-        verb = "deletion" if paths[0] in deleted else "edit"
-        title = f"hand {verb}: {shown(paths[0])}"
+    moves = {new: old for new, old in (renamed or {}).items() if new in paths and old in paths}
+    sources = set(moves.values())
+    entries = [p for p in paths if p not in sources]
+    if len(entries) == 1 and entries[0] in moves:
+        title = f"hand rename: {shown(moves[entries[0]])} -> {shown(entries[0])}"
+    elif len(entries) == 1:
+        verb = "deletion" if entries[0] in deleted else "edit"
+        title = f"hand {verb}: {shown(entries[0])}"
     else:
-        gone = sum(1 for p in paths if p in deleted)
-        count = f"{len(paths)} files" + (f" ({gone} deleted)" if gone else "")
-        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
+        gone = sum(1 for p in entries if p in deleted)
+        said = [f"{len(moves)} renamed" if moves else "", f"{gone} deleted" if gone else ""]
+        extra = ", ".join(w for w in said if w)
+        count = f"{len(entries)} files" + (f" ({extra})" if extra else "")
+        stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in entries]
         title = f"hand edits: {count}: {names_in_subject(stems)}"
-    lines = "\n".join(f"- {'deleted' if p in deleted else 'edited'} {shown(p)}" for p in paths[:50])
-    more = f"\n- … and {len(paths) - 50} more" if len(paths) > 50 else ""
+
+    def line(p: str) -> str:
+        if p in moves:
+            return f"- renamed {shown(moves[p])} -> {shown(p)}"
+        return f"- {'deleted' if p in deleted else 'edited'} {shown(p)}"
+
+    lines = "\n".join(line(p) for p in entries[:50])
+    more = f"\n- … and {len(entries) - 50} more" if len(entries) > 50 else ""
     return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
+
+
+def staged_renames(repo: GitRepo) -> dict[str, str]:
+    """The renames among the changes staged in git's index: new path -> old path. Only a file moved
+    whole (git's ``R100``, what Obsidian's move or rename does): a note deleted while a similar one
+    was written is not taken for a rename of it."""
+    fields = repo.git("diff", "--cached", "--name-status", "-M", "-z", errors="surrogateescape").split("\0")
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        width = 2 if status[:1] in ("R", "C") else 1  # a rename or copy names its old and new path
+        if status == "R100" and i + 2 < len(fields):
+            found[fields[i + 2]] = fields[i + 1]
+        i += 1 + (width if status else 0)
+    return found
 
 
 @dataclass

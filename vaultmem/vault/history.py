@@ -89,7 +89,8 @@ class Version:
     email: str
     #: The note's path in this commit (renames followed).
     path: str
-    #: git's letter for the change: ``A`` added, ``M`` modified, ``R`` renamed, ``D`` deleted.
+    #: git's letter for the change: ``A`` added (a copy of another file too), ``M`` modified, ``R``
+    #: renamed, ``D`` deleted.
     change: str
     #: The note's blob in this commit (None for a deletion): :meth:`GitRepo.blobs` reads it.
     blob: str | None
@@ -505,11 +506,13 @@ class GitRepo:
             meta = fields[0].split()
             letter, blob = meta[-1][:1], meta[3]
             where = fields[2] if letter in "RC" and len(fields) > 2 else fields[1]
-            found.append(
-                Version(
-                    sha, at, name, email, where, letter, None if set(blob) == {"0"} else blob, body.strip()
-                )
-            )
+            # `--follow` takes a new file for a copy of any similar one already there (a memory much
+            # like an older one): the note was made here, older commits are the other's (first_added)
+            copied, gone = letter == "C", set(blob) == {"0"}
+            change = "A" if copied else letter
+            found.append(Version(sha, at, name, email, where, change, None if gone else blob, body.strip()))
+            if copied:
+                break
         return found
 
     def first_added(self, path: str) -> int:

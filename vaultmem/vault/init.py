@@ -35,6 +35,10 @@ _EMPTY_FOLDER_ENTRIES = frozenset({".git", ".DS_Store"})
 #: Obsidian's per-device window layout: rewritten on every click, not a note; kept out of the
 #: first commit of a repository vaultmem makes, and ignored from then on.
 OBSIDIAN_WORKSPACE = (".obsidian/workspace.json", ".obsidian/workspace-mobile.json")
+#: Obsidian's trash (never committed: :data:`NEVER_COMMITTED_DIRS`) and macOS Finder's files, which
+#: the template's own ``.gitignore`` ignores too: in an adopted vault the one showed in `git status`
+#: for good, the other went into the first commit.
+PER_DEVICE_LEFTOVERS = ("/.trash/", ".DS_Store")
 _MARKER_TEXT = """\
 # vaultmem's settings for this vault (every key is optional; see vaultmem's docs/architecture.md).
 # This file also marks this folder as vaultmem's own: what agents write is filed below it, and the
@@ -129,7 +133,7 @@ def _make_repo(root: Path, git_dir: Path | None) -> None:
 
 def _persons(rel: str) -> bool:
     """A path of the person's first commit: everything but leftovers and Obsidian's layout."""
-    return not is_never_committed(rel) and rel not in OBSIDIAN_WORKSPACE
+    return not is_never_committed(rel) and rel not in OBSIDIAN_WORKSPACE and not rel.endswith(".DS_Store")
 
 
 def _copy_template(root: Path, home: str) -> list[str]:
@@ -164,7 +168,7 @@ def _write_marker(path: Path) -> bool:
 
 def _ignore_lines(home: str) -> list[str]:
     """What vaultmem needs in the root ``.gitignore`` of a vault with its own folder ``home``."""
-    return [f"/{home}/{STATE_DIRNAME}/", f"{TEMP_PREFIX}*", *OBSIDIAN_WORKSPACE]
+    return [f"/{home}/{STATE_DIRNAME}/", f"{TEMP_PREFIX}*", *OBSIDIAN_WORKSPACE, *PER_DEVICE_LEFTOVERS]
 
 
 def _add_ignore_lines(path: Path, lines: list[str]) -> bool:
@@ -178,7 +182,7 @@ def _add_ignore_lines(path: Path, lines: list[str]) -> bool:
     if not missing:
         return False
     prefix = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
-    block = "# vaultmem: its derived state and temp files, and Obsidian's per-device layout\n"
+    block = "# vaultmem: its derived state and temp files, Obsidian's per-device layout and trash\n"
     atomic_write(path, prefix + (block + "\n".join(missing) + "\n").encode("utf-8"))
     return True
 

@@ -170,14 +170,21 @@ class VaultLayout:
         when that is the root); never a person's file outside it."""
         return not self.home or rel.startswith(self.home + "/")
 
+    def unwritable_reason(self, rel: str) -> str | None:
+        """Why vaultmem may not write ``rel`` (a person's file outside its folder), or None."""
+        if self.writable(rel):
+            return None
+        return (
+            f"{rel} is the person's own note, outside vaultmem's folder {self.home}/: vaultmem "
+            "reads, searches and links it but never changes it. Write a new memory instead (it "
+            f"is filed under {self.home}/ and may link to this note), or ask the person to edit it"
+        )
+
     def check_writable(self, rel: str) -> None:
         """Refuse a write to a person's file outside vaultmem's folder (invariant 6)."""
-        if not self.writable(rel):
-            raise InvalidInput(
-                f"{rel} is the person's own note, outside vaultmem's folder {self.home}/: vaultmem "
-                "reads, searches and links it but never changes it. Write a new memory instead (it "
-                f"is filed under {self.home}/ and may link to this note), or ask the person to edit it"
-            )
+        reason = self.unwritable_reason(rel)
+        if reason is not None:
+            raise InvalidInput(reason)
 
     def is_side_file(self, rel: str) -> bool:
         """:func:`is_side_file` in this vault."""

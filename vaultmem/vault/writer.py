@@ -29,7 +29,13 @@ from vaultmem.notes.ids import derived_id, uuid7
 from vaultmem.notes.model import Note
 from vaultmem.vault.atomic import remove_files
 from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.commits import CommitWriter, author_of, hand_edit_message, names_in_subject
+from vaultmem.vault.commits import (
+    CommitWriter,
+    author_of,
+    hand_edit_message,
+    names_in_subject,
+    staged_renames,
+)
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
@@ -148,6 +154,12 @@ class VaultWriter:
         queue and lands once git is free (a stale lock is removed by the attempt itself).
         """
         paths = [p for p in pending if not is_never_committed(p)]
+        # Outside vaultmem's folder (an adopted vault) only the person writes: their edits made while
+        # vaultmem was stopped are theirs, as the watcher commits them while it runs.
+        theirs = [p for p in paths if not self.layout.writable(p)]
+        if theirs:
+            self._commit_persons_at_start(theirs)
+            paths = [p for p in paths if self.layout.writable(p)]
         if not paths:
             return
         message = (
@@ -160,6 +172,18 @@ class VaultWriter:
         except GitError as exc:  # a held lock, or what git refuses: never a reason not to start
             log.warning("%s; vaultmem serves meanwhile and commits the changes found at start later", exc)
             self.commits.defer(paths, message)
+
+    def _commit_persons_at_start(self, paths: list[str]) -> None:
+        deleted = {p for p in paths if not os.path.lexists(self.layout.root / p)}
+
+        def describe(changed: list[str]) -> str:
+            return hand_edit_message(changed, deleted, staged_renames(self.repo))
+
+        try:
+            self.repo.commit_paths(paths, "-", self.repo.person(), describe=describe)
+        except GitError as exc:  # as below: the watcher's queue commits them once git is free
+            log.warning("%s; vaultmem serves meanwhile and commits the person's edits later", exc)
+            self._commit_hand_edits(paths)
 
     def add_listener(self, listener: NoteListener) -> None:
         self._listeners.append(listener)
@@ -433,7 +457,8 @@ class VaultWriter:
             hand_edit_message(paths, deleted),
             self.repo.person(),
             record=False,
-            describe=lambda changed: hand_edit_message(changed, deleted),  # not what a merge took
+            # not what a merge took; a note the person moved or renamed is named as one
+            describe=lambda changed: hand_edit_message(changed, deleted, staged_renames(self.repo)),
         )
 
     def close(self) -> None:
