@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vaultmem.memory import GitLockInfo, Memory, SyncReport
 
 Handler = Callable[[argparse.Namespace], int]
+LISTED = 50  # lines of one kind `vaultmem doctor` prints
 
 
 def _read_content(value: str) -> str:
@@ -393,11 +394,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             [f"{s['path']}: {s['kind']} ({s['field']} line {s['line']})" for s in report.secrets],
         ),
     ]
-    if report.git_operation:
-        print(
-            f"git is in the middle of {report.git_operation}: vaultmem commits nothing until it is "
-            "finished or aborted (or the branch checked out again)"
-        )
+    if report.git_operation:  # (a detached HEAD is over once a branch is checked out again)
+        print(f"git is in the middle of {report.git_operation}: vaultmem commits nothing until it is over")
     if report.index_needs_rebuild:
         print("the index was built with another embedding model: run `vaultmem reindex --full`")
     if report.index_unreadable:
@@ -410,9 +408,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "writes fail when it runs out (the notes stay safe in the vault); free some space, and a "
             "running daemon writes what it missed again"
         )
-    for title, items in sections:
+    for title, items in sections:  # a large vault's thousands of links: the first, and how many more
         if items:
-            print(f"\n{title}:" + "".join(f"\n  {item}" for item in items))
+            tail = [f"... {len(items) - LISTED} more (`--json` lists all)"] if len(items) > LISTED else []
+            print(f"\n{title}:" + "".join(f"\n  {item}" for item in [*items[:LISTED], *tail]))
     print("\nall consistent" if report.ok else "")
     return 0 if report.ok else 1
 

@@ -102,3 +102,18 @@ def test_every_markdown_link_obsidian_follows_is_an_edge_and_no_file_is_dangling
     assert doctor.returncode == 0, doctor.stdout
     assert json.loads(doctor.stdout)["dangling_text_links"] == []  # the epub and the drawio exist
     assert unchanged(vault, MARKDOWN_LINKED)
+
+
+def test_doctor_prints_the_first_fifty_of_a_kind_and_how_many_more(tmp_path: Path) -> None:
+    """A person's vault links to hundreds of notes not written yet (Obsidian's idiom): doctor printed
+    every one, and what needed the person (a malformed note, a secret) scrolled off the screen."""
+    files = {"Ideas.md": "".join(f"- [[Someday {i:03d}]]\n" for i in range(120)).encode()}
+    config = tmp_path / "config"
+    vault = persons_vault(tmp_path, files)
+    shown = cli(config, "doctor", "--vault", str(vault))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    listed = [line for line in shown.stdout.splitlines() if line.startswith("  Ideas.md: [[Someday")]
+    assert len(listed) == 50 and listed[0] == "  Ideas.md: [[Someday 000]]"
+    assert "  ... 70 more (`--json` lists all)" in shown.stdout.splitlines()
+    every = json.loads(cli(config, "doctor", "--json", "--vault", str(vault)).stdout)["dangling_text_links"]
+    assert len(every) == 120
