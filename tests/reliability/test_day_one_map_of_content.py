@@ -95,6 +95,8 @@ async def _session(server: ServeProcess) -> None:
         chain = await call(action="chain", thought_id=moc, offset=120)
         assert [n["thought"]["content"][:9] for n in chain["item"]["upstream"]] == pages[2][20:]
 
+        plain = await call(action="get", thought_id=moc, limit=1000)  # no neighbours asked for: no page
+        assert plain["item"]["id"] == moc and "upstream" not in plain["item"]
         for bad in ({"limit": 0}, {"limit": 501}, {"offset": -1}):
             failed, got = await answer(
                 "memory_recall", action="get", thought_id=moc, include_edges=True, **bad

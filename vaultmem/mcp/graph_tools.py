@@ -217,7 +217,8 @@ def register_graph_tools(server: MCPServer[Any], memory: Memory) -> None:
             page = NeighbourPage.of(limit, offset)
             answer = memory.recall_context(None if thought_id else spec, thought_id, degree, cwd, page)
         elif action == "get":
-            answer = memory.recall_get(thought_id, include_edges, as_of, NeighbourPage.of(limit, offset))
+            edges = NeighbourPage.of(limit, offset) if include_edges else None  # no neighbours to page
+            answer = memory.recall_get(thought_id, include_edges, as_of, edges)
         elif action == "chain":
             degree = max_degree or DEFAULT_CHAIN_DEGREE
             answer = memory.recall_chain(thought_id, degree, NeighbourPage.of(limit, offset))

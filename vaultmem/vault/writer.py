@@ -174,12 +174,8 @@ class VaultWriter:
             self.commits.defer(paths, message)
 
     def _commit_persons_at_start(self, paths: list[str]) -> None:
-        deleted = {p for p in paths if not os.path.lexists(self.layout.root / p)}
-
-        def describe(changed: list[str]) -> str:
-            return hand_edit_message(changed, deleted, staged_renames(self.repo))
-
         try:
+            _message, describe = self._hand_edits(paths)
             self.repo.commit_paths(paths, "-", self.repo.person(), describe=describe)
         except GitError as exc:  # as below: the watcher's queue commits them once git is free
             log.warning("%s; vaultmem serves meanwhile and commits the person's edits later", exc)
@@ -450,15 +446,16 @@ class VaultWriter:
         self._commit_hand_edits(paths)
 
     def _commit_hand_edits(self, paths: list[str]) -> Future[None]:
-        root = self.layout.root
-        deleted = {p for p in paths if not os.path.lexists(root / p)}
-        return self._submit(
-            paths,
-            hand_edit_message(paths, deleted),
-            self.repo.person(),
-            record=False,
-            # not what a merge took; a note the person moved or renamed is named as one
-            describe=lambda changed: hand_edit_message(changed, deleted, staged_renames(self.repo)),
+        message, describe = self._hand_edits(paths)
+        return self._submit(paths, message, self.repo.person(), record=False, describe=describe)
+
+    def _hand_edits(self, paths: list[str]) -> tuple[str, Callable[[list[str]], str]]:
+        """A commit of the person's edits among ``paths``: its message as queued, and the message
+        from what git staged once it commits (not what a merge took; a note the person moved or
+        renamed is named as one)."""
+        deleted = {p for p in paths if not os.path.lexists(self.layout.root / p)}
+        return hand_edit_message(paths, deleted), (
+            lambda changed: hand_edit_message(changed, deleted, staged_renames(self.repo))
         )
 
     def close(self) -> None:
