@@ -318,7 +318,7 @@ class Catalog:
         self._by_path[path] = entry
         stem = path.rsplit("/", 1)[-1].removesuffix(".md")  # the slug (once: every note, every start)
         folder = path.rpartition("/")[0]
-        copy = is_conflict_stem(stem, self.layout.root / folder)
+        copy = is_conflict_stem(stem, self.layout.root, folder)
         if entry.id:
             owner = self._by_id.get(entry.id)
             if owner is not None and owner != path and self._gave_up(owner, entry.id):

@@ -48,19 +48,20 @@ def is_conflict_copy(rel: str, root: Path | None = None) -> bool:
     With the vault's ``root``, a name that is only numbered (``Lecture (1).md``) is a copy only
     while its original (``Lecture.md``) is beside it: a person names notes that way too."""
     folder, _, name = rel.rpartition("/")
-    return is_conflict_stem(name.removesuffix(".md"), None if root is None else root / folder)
+    return is_conflict_stem(name.removesuffix(".md"), root, folder)
 
 
-def is_conflict_stem(stem: str, folder: Path | None = None) -> bool:
-    """:func:`is_conflict_copy` of a file's stem (in ``folder``, when given). Every pattern holds a
-    ")" or the word "conflict": a stem with neither (nearly all, at every start) is answered
-    without the expression."""
+def is_conflict_stem(stem: str, root: Path | None = None, folder: str = "") -> bool:
+    """:func:`is_conflict_copy` of a file's stem (in the vault-relative ``folder`` of ``root``, when
+    given). Every pattern holds a ")" or the word "conflict": a stem with neither (nearly all, at
+    every start) is answered without the expression, and without a ``Path`` built for its folder
+    (100k of them were 0.3 s of a start at 100k notes)."""
     if ")" not in stem and "conflict" not in stem.lower():
         return False
     found = CONFLICT_COPY.search(stem)
-    if found is None or folder is None or not _NUMBERED.fullmatch(found.group(0)):
+    if found is None or root is None or not _NUMBERED.fullmatch(found.group(0)):
         return found is not None
-    return (folder / f"{stem[: found.start()]}.md").exists()  # numbered: only beside its original
+    return (root / folder / f"{stem[: found.start()]}.md").exists()  # numbered: only beside its original
 
 
 def is_never_committed(rel: str) -> bool:
