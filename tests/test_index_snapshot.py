@@ -129,6 +129,36 @@ def test_a_write_after_adopting_opens_the_tables_and_the_next_snapshot_holds_it(
         table.close()
 
 
+def test_the_adopted_vectors_are_a_private_mapping_a_delete_never_writes_through(tmp_path: Path) -> None:
+    """The matrix is the snapshot file mapped copy-on-write (no anonymous copy of it at a start):
+    a delete, which moves the last row into the hole in place, must change this process's rows and
+    never the file another start will read."""
+    folder = tmp_path / "state"
+    records, found = built(folder)
+    before = (folder / snapshot.FILE).read_bytes()
+    index = NoteIndex(folder, FakeEmbedder())
+    try:
+        assert not index.tables_open
+        maps = Path("/proc/self/maps").read_text().splitlines()
+        mapped = [m for m in maps if m.endswith(str(folder / snapshot.FILE))]
+        assert mapped, "the snapshot's arrays are read into fresh memory, not mapped"
+        gone = found[0][0]
+        index.delete_ids([gone])
+        index.wait_for_writes()
+        kept = answers(index)
+        assert gone not in {h for h, _ in kept}
+        assert (folder / snapshot.FILE).read_bytes() == before  # nothing written through the mapping
+    finally:
+        index.close()
+    again = NoteIndex(folder, FakeEmbedder())
+    try:
+        assert gone not in {r.id for r in again.iter_records()}
+        assert len(list(again.iter_records())) == len(records) - 1
+        assert answers(again) == kept
+    finally:
+        again.close()
+
+
 def test_a_process_killed_after_a_write_leaves_a_snapshot_the_next_open_refuses(tmp_path: Path) -> None:
     """A supervisor's SIGKILL after a write: the table moved on, the old snapshot must not be used."""
     folder = tmp_path / "state"
