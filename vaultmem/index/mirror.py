@@ -222,7 +222,8 @@ class NoteMirror:
         kind = column(kind_codes.code(r.kind) for r in shared)
         chunk_matrix = ChunkMatrix(dim)
         for i, (r, (spans, chunk_vectors)) in enumerate(zip(shared, chunks or (), strict=False)):
-            chunk_matrix.set(r.id, i, spans, chunk_vectors)
+            if len(chunk_vectors):  # a fresh matrix: nothing to drop for a note of one chunk
+                chunk_matrix.set(r.id, i, spans, chunk_vectors)
         lexical = None
         if lexical_state is not None:
             try:

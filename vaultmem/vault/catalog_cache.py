@@ -13,6 +13,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,9 @@ def load_entries(path: Path) -> dict[str, Entry]:
             or len(set(map(len, columns))) > 1
         ):
             return {}
-        return {entry.path: entry for entry in map(Entry, *columns)}
+        # tuple.__new__ in C, not the named tuple's __new__ in Python once per entry
+        entries: list[Entry] = list(map(tuple.__new__, repeat(Entry), zip(*columns, strict=True)))
+        return dict(zip(columns[ENTRY_FIELDS.index("path")], entries, strict=True))
     except (OSError, ValueError, EOFError, TypeError):
         return {}
 
