@@ -70,3 +70,68 @@ def test_a_request_without_a_token_is_told_the_command_that_prints_this_vaults_t
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == daemon.token()  # the command the message names gives the right one
     assert send(daemon, INITIALIZE, token=done.stdout.strip()).status_code == 200
+
+
+def open_session(daemon: Daemon, token: str) -> str:
+    response = send(daemon, INITIALIZE, token=token)
+    assert response.status_code == 200
+    session = response.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    assert send(daemon, initialized, token=token, **headers).status_code == 202
+    return session
+
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+
+
+def test_a_session_the_daemon_no_longer_holds_gets_404_saying_why_and_to_initialize_again(
+    vault: Path, config_home: Path
+) -> None:
+    """The transport spec: 404 for an unknown session, upon which the client "MUST start a new
+    session by sending a new InitializeRequest without a session ID attached"; the SDK said only
+    "Session not found", which the TypeScript SDK's client does not act on."""
+    with running_daemon(vault, token_path(vault)) as before:
+        token = before.token()
+        session = open_session(before, token)
+    with running_daemon(vault, token_path(vault)) as daemon:  # the daemon restarted
+        headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        response = send(daemon, LIST_TOOLS, token=token, **headers)
+        assert response.status_code == 404
+        message = response.json()["error"]["message"]
+        assert session[:8] in message and "restarted" in message and "idle" in message
+        assert "initialize" in message and "without the mcp-session-id header" in message
+        # Doing what it says works; a session ended by its client is told the same.
+        fresh = open_session(daemon, token)
+        assert send(daemon, LIST_TOOLS, token=token, **{**headers, "mcp-session-id": fresh}).status_code == 200
+        with httpx2.Client(timeout=30, verify=tls_context()) as client:
+            ended = client.delete(
+                daemon.url, headers={"Authorization": f"Bearer {token}", "mcp-session-id": fresh}
+            )
+        assert ended.status_code < 300
+        gone = send(daemon, LIST_TOOLS, token=token, **{**headers, "mcp-session-id": fresh})
+        assert gone.status_code == 404 and "initialize" in gone.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("version", ["2000-01-01", "2099-01-01", "not-a-version"])
+def test_a_protocol_version_the_daemon_does_not_speak_gets_400_naming_those_it_does(
+    daemon: Daemon, version: str
+) -> None:
+    """The transport spec: "If the server receives a request with an invalid or unsupported
+    MCP-Protocol-Version, it MUST respond with 400 Bad Request"; before a session and inside one.
+    Such a request was routed as the 2026 protocol and told about a missing ``params._meta``."""
+    token = daemon.token()
+    session = open_session(daemon, token)
+    for headers in ({}, {"mcp-session-id": session}):
+        for body in (LIST_TOOLS, INITIALIZE):
+            response = send(daemon, body, token=token, **{**headers, "mcp-protocol-version": version})
+            assert response.status_code == 400, response.text
+            answer = response.json()
+            assert answer["id"] == body["id"]
+            error = answer["error"]
+            assert error["code"] == -32022  # the spec's UnsupportedProtocolVersionError
+            for spoken in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"):
+                assert spoken in error["message"] and spoken in error["data"]["supported"]
+            assert error["data"]["requested"] == version and "_meta" not in error["message"]
+    spoken = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    assert send(daemon, LIST_TOOLS, token=token, **spoken).status_code == 200

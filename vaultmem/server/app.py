@@ -46,6 +46,7 @@ from vaultmem.server.asgi import replaying
 from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
+from vaultmem.server.versions import ProtocolVersions
 from vaultmem.server.token import TokenFile
 
 MCP_PATH = "/mcp"
@@ -237,7 +238,7 @@ def build_app(
     )
     budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
     memory.report_sessions(budget.counts)  # memory_status health says how many are open
-    app = Health(budget)
+    app = Health(ProtocolVersions(budget, path=MCP_PATH))
     app = Unbatched(app, path=MCP_PATH)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
