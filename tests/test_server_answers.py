@@ -135,3 +135,47 @@ def test_a_protocol_version_the_daemon_does_not_speak_gets_400_naming_those_it_d
             assert error["data"]["requested"] == version and "_meta" not in error["message"]
     spoken = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
     assert send(daemon, LIST_TOOLS, token=token, **spoken).status_code == 200
+
+
+def _untyped(schema: dict[str, Any], where: str) -> list[str]:
+    """Every property (nested ones and ``$defs`` too) with neither a ``type`` nor an ``anyOf`` /
+    ``oneOf`` whose members all have one (or a ``$ref``, a ``const`` or an ``enum``)."""
+
+    def typed(node: dict[str, Any]) -> bool:
+        if any(key in node for key in ("type", "$ref", "const", "enum")):
+            return True
+        members = node.get("anyOf") or node.get("oneOf")
+        return bool(members) and all(isinstance(m, dict) and typed(m) for m in members)
+
+    found: list[str] = []
+    for name, node in (schema.get("properties") or {}).items():
+        if not typed(node):
+            found.append(f"{where}.{name}")
+        for member in [node, *node.get("anyOf", []), *node.get("oneOf", [])]:
+            if isinstance(member, dict):
+                found += _untyped(member, f"{where}.{name}")
+                if isinstance(member.get("items"), dict):
+                    found += _untyped(member["items"], f"{where}.{name}[]")
+    for name, node in (schema.get("$defs") or {}).items():
+        found += _untyped(node, f"{where}.$defs.{name}")
+    return found
+
+
+def test_every_parameter_of_every_tool_has_a_type(daemon: Daemon) -> None:
+    """Strict schema converters (an OpenAI function definition) refuse a property without a type;
+    the retired inputs (``top_k``, ``dry_run``, ...) had none. They are ``null`` now: the graph
+    document's "never-valued tombstones"; sent anyway, they still get the migration message."""
+
+    async def listed() -> tuple[list[Any], str]:
+        async with mcp_client(daemon.url, daemon.token()) as client:
+            tools = (await client.list_tools()).tools
+            retired = await client.call_tool("memory_recall", {"action": "search", "query": "x", "top_k": 5})
+        return tools, " ".join(getattr(block, "text", "") for block in retired.content)
+
+    tools, refusal = anyio.run(listed)
+    assert len(tools) >= 15
+    untyped = [path for tool in tools for path in _untyped(tool.input_schema, tool.name)]
+    assert untyped == []
+    recall = next(t for t in tools if t.name == "memory_recall").input_schema["properties"]
+    assert recall["top_k"]["type"] == "null" and "use limit" in recall["top_k"]["description"]
+    assert "limit" in refusal and "top_k" in refusal
