@@ -103,7 +103,9 @@ def test_a_session_the_daemon_no_longer_holds_gets_404_saying_why_and_to_initial
         assert "initialize" in message and "without the mcp-session-id header" in message
         # Doing what it says works; a session ended by its client is told the same.
         fresh = open_session(daemon, token)
-        assert send(daemon, LIST_TOOLS, token=token, **{**headers, "mcp-session-id": fresh}).status_code == 200
+        assert (
+            send(daemon, LIST_TOOLS, token=token, **{**headers, "mcp-session-id": fresh}).status_code == 200
+        )
         with httpx2.Client(timeout=30, verify=tls_context()) as client:
             ended = client.delete(
                 daemon.url, headers={"Authorization": f"Bearer {token}", "mcp-session-id": fresh}
@@ -179,3 +181,61 @@ def test_every_parameter_of_every_tool_has_a_type(daemon: Daemon) -> None:
     recall = next(t for t in tools if t.name == "memory_recall").input_schema["properties"]
     assert recall["top_k"]["type"] == "null" and "use limit" in recall["top_k"]["description"]
     assert "limit" in refusal and "top_k" in refusal
+
+
+def rpc(daemon: Daemon, token: str, session: str, method: str, params: Any) -> dict[str, Any]:
+    """One JSON-RPC request of ``session``; the error it was answered."""
+    body = {"jsonrpc": "2.0", "id": 11, "method": method, "params": params}
+    headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    response = send(daemon, body, token=token, **headers)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["id"] == 11 and "result" not in answer, answer
+    return dict(answer["error"])
+
+
+def test_a_tools_call_whose_arguments_are_a_json_string_is_refused_saying_to_send_the_object(
+    daemon: Daemon, vault: Path
+) -> None:
+    """A naive OpenAI-to-MCP bridge passes the function call's ``arguments`` (a string of JSON) on
+    as it came; the SDK answered a bare ``-32602 "Invalid request parameters"``. Refused, not
+    parsed: nothing is written. A missing ``name`` is told what to send the same way."""
+    token = daemon.token()
+    session = open_session(daemon, token)
+    before = sorted(p.name for p in vault.rglob("*.md"))
+    content = json.dumps({"content": "bridged fact", "kind": "reference"})
+    error = rpc(daemon, token, session, "tools/call", {"name": "memory_append", "arguments": content})
+    assert error["code"] == -32602
+    assert "arguments must be a JSON object" in error["message"] and "not a string" in error["message"]
+    assert sorted(p.name for p in vault.rglob("*.md")) == before  # refused, never parsed and run
+    error = rpc(daemon, token, session, "tools/call", {"name": "memory_search", "arguments": ["x"]})
+    assert error["code"] == -32602 and "must be a JSON object" in error["message"]
+    for params in ({"arguments": {"query": "x"}}, {"name": 5, "arguments": {}}):
+        error = rpc(daemon, token, session, "tools/call", params)
+        assert error["code"] == -32602
+        assert "params.name" in error["message"] and "memory_search" in error["message"]
+    # A well-formed call still runs.
+    body = {"jsonrpc": "2.0", "id": 12, "method": "tools/call"}
+    body["params"] = {"name": "memory_search", "arguments": {"query": "x"}}
+    headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    assert "result" in send(daemon, body, token=token, **headers).json()
+
+
+def test_prompts_get_of_an_unknown_prompt_is_an_invalid_params_error_naming_the_prompts(
+    daemon: Daemon,
+) -> None:
+    """The SDK answered error code 0; the spec's code for an unknown prompt name is -32602. Over
+    the pre-2026 handshake and through the SDK's own client (the 2026 protocol it speaks first)."""
+    token = daemon.token()
+    error = rpc(daemon, token, open_session(daemon, token), "prompts/get", {"name": "nope"})
+    assert error["code"] == -32602
+    assert "no prompt named 'nope'" in error["message"] and "no prompts" in error["message"]
+
+    async def through_the_client() -> Any:
+        async with mcp_client(daemon.url, token) as client:
+            with pytest.raises(Exception) as raised:
+                await client.get_prompt("nope")
+        return raised.value
+
+    refused = anyio.run(through_the_client)
+    assert getattr(refused, "code", None) == -32602, refused
