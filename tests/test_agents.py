@@ -345,7 +345,9 @@ def test_token_list_tells_tokens_apart_by_a_fingerprint_that_reveals_none_of_the
     cli("token", "add", "claude", "--vault", str(vault), env=env)
     assert "shown" not in stored.read_text(encoding="utf-8")  # the old prefix is gone with the change
     cli("token", "revoke", "cursor", "--vault", str(vault), env=env)
-    assert [r["name"] for r in json.loads(cli("token", "list", "--json", "--vault", str(vault), env=env))] == [
+    assert [
+        r["name"] for r in json.loads(cli("token", "list", "--json", "--vault", str(vault), env=env))
+    ] == [
         "default",
         "claude",
     ]

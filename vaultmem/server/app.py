@@ -46,8 +46,8 @@ from vaultmem.server.asgi import replaying
 from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
-from vaultmem.server.versions import ProtocolVersions
 from vaultmem.server.token import TokenFile
+from vaultmem.server.versions import ProtocolVersions
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"

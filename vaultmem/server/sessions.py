@@ -159,7 +159,10 @@ class SessionBudget:
             if message["type"] == "http.response.start" and message["status"] == 404:
                 replaced = True
                 body = json.dumps(_session_gone(session_id, self.idle_timeout)).encode("utf-8")
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ]
                 await send({"type": "http.response.start", "status": 404, "headers": headers})
                 await send({"type": "http.response.body", "body": body, "more_body": False})
             elif not replaced:
