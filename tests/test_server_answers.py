@@ -7,9 +7,11 @@ reads has a type."""
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+import yaml
 from mcp_harness import mcp_client, running_daemon, stdio_env, tls_context
 from test_server_http import INITIALIZE, MCP_HEADERS
 
+from vaultmem.memory import Memory
 from vaultmem.server.daemon import Daemon
 from vaultmem.server.token import token_path
 
@@ -239,3 +243,47 @@ def test_prompts_get_of_an_unknown_prompt_is_an_invalid_params_error_naming_the_
 
     refused = anyio.run(through_the_client)
     assert getattr(refused, "code", None) == -32602, refused
+
+
+def test_a_write_its_client_cancels_after_it_began_lands_whole_and_the_daemon_logs_that_it_did(
+    vault: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``notifications/cancelled`` for a write already running: the spec lets a receiver ignore a
+    cancel for a request that cannot be cancelled, and a write is not stopped halfway, so it lands
+    whole while the SDK answers -32800. That outcome was hidden (a retry without an idempotency key
+    wrote it twice); the daemon's log now says the write landed, naming the request and the note."""
+    entered, release = threading.Event(), threading.Event()
+    append = Memory.append
+
+    def held(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        entered.set()  # the write has begun: its client cancels it now
+        assert release.wait(30)
+        return append(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "append", held)
+    with running_daemon(vault, token_path(vault)) as daemon, caplog.at_level(logging.WARNING):
+        token = daemon.token()
+        session = open_session(daemon, token)
+        headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        arguments = {"content": "The staging cluster runs on port 6543.", "kind": "reference"}
+        call = {"jsonrpc": "2.0", "id": 21, "method": "tools/call"}
+        call["params"] = {"name": "memory_append", "arguments": arguments}
+        answered: list[httpx2.Response] = []
+        caller = threading.Thread(target=lambda: answered.append(send(daemon, call, token=token, **headers)))
+        caller.start()
+        assert entered.wait(30)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+        cancel["params"] = {"requestId": 21, "reason": "the user pressed stop"}
+        assert send(daemon, cancel, token=token, **headers).status_code == 202
+        ping = send(daemon, {"jsonrpc": "2.0", "id": 22, "method": "ping"}, token=token, **headers)
+        assert "result" in ping.json()  # the session's messages are taken in order: the cancel was
+        release.set()
+        caller.join(30)
+        assert answered and answered[0].json()["error"]["code"] == -32800  # the SDK's answer
+        notes = [p for p in vault.rglob("*.md") if "port 6543" in p.read_text(encoding="utf-8")]
+        assert len(notes) == 1  # the write landed whole
+        note_id = yaml.safe_load(notes[0].read_text(encoding="utf-8").split("---\n")[1])["id"]
+    landed = [r.getMessage() for r in caplog.records if "cancelled after it had begun" in r.getMessage()]
+    assert len(landed) == 1, [r.getMessage() for r in caplog.records]
+    assert "memory_append (request 21" in landed[0] and note_id in landed[0]
+    assert "idempotency key" in landed[0]
