@@ -317,3 +317,37 @@ def test_a_write_over_another_agents_uncommitted_write_waits_for_its_commit(
     assert (bob_name, alice_name) == ("bob", "alice")
     assert "Alice's first words." in git(vault, "show", f"{alice_commit}:{rel}")
     assert "Bob's rewrite." in git(vault, "show", f"{bob_commit}:{rel}")
+
+
+def test_token_list_tells_tokens_apart_by_a_fingerprint_that_reveals_none_of_them(tmp_path: Path) -> None:
+    """README: `token list` shows "never the tokens": not even their first characters (it showed
+    four). Each row carries ``sha256:`` and the first digits of the token's digest, which its holder
+    can check (``printf %s TOKEN | sha256sum``); a file an earlier version wrote loses its stored
+    prefixes at the next change, and `token revoke` still takes the name."""
+    vault, config = tmp_path / "vault", tmp_path / "config"
+    env = stdio_env(XDG_CONFIG_HOME=str(config))
+    default = cli("token", "--vault", str(vault), env=env).strip()
+    cursor = cli("token", "add", "cursor", "--vault", str(vault), env=env).strip()
+    stored = agents_path(Path(config) / "vaultmem" / "tokens" / token_path(vault).name)
+    earlier = json.loads(stored.read_text(encoding="utf-8"))
+    earlier["tokens"]["cursor"]["shown"] = cursor[:4]  # what an earlier version kept
+    stored.write_text(json.dumps(earlier), encoding="utf-8")
+
+    listed = cli("token", "list", "--vault", str(vault), env=env)
+    for token in (default, cursor):
+        digest = subprocess.run(["sha256sum"], input=token, capture_output=True, text=True, check=True)
+        assert f"sha256:{digest.stdout[:8]}" in listed
+        assert token[:4] not in listed
+    rows = json.loads(cli("token", "list", "--json", "--vault", str(vault), env=env))
+    assert [r["fingerprint"][:7] for r in rows] == ["sha256:", "sha256:"]
+    assert all(cursor[:4] not in json.dumps(r) for r in rows)
+
+    cli("token", "add", "claude", "--vault", str(vault), env=env)
+    assert "shown" not in stored.read_text(encoding="utf-8")  # the old prefix is gone with the change
+    cli("token", "revoke", "cursor", "--vault", str(vault), env=env)
+    assert [
+        r["name"] for r in json.loads(cli("token", "list", "--json", "--vault", str(vault), env=env))
+    ] == [
+        "default",
+        "claude",
+    ]

@@ -177,8 +177,8 @@ def cmd_token(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(rows, ensure_ascii=False))
         for row in [] if args.json else rows:
-            shown = row["shown"] or "(printed by `vaultmem token`)"
-            print(f"{row['name']:<20} {row['name']} <{row['email']}>  {row['created'] or '-':<20}  {shown}")
+            mark = row["fingerprint"]  # sha256:<8 hex digits of the token's digest>, never the token
+            print(f"{row['name']:<20} {row['name']} <{row['email']}>  {row['created'] or '-':<20}  {mark}")
     elif args.rotate:
         print(tokens.rotate_token(path))
         print(f"new token written to {path}; a running daemon accepts only it from now on", file=sys.stderr)
@@ -504,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = token_action("add", "Make a token for one agent; its writes are committed under its name.")
     t.add_argument("name", help="the agent's name: letters, digits, '.', '_', '-' (e.g. cursor)")
     t.add_argument("--email", help="the address its commits carry (default NAME@vaultmem.local)")
-    t = token_action("list", "List the tokens: names, authors, when made (never a token).")
+    t = token_action("list", "List the tokens: names, authors, when made, fingerprints (never a token).")
     t.add_argument("--json", action="store_true", help="print the list as JSON")
     t = token_action("revoke", "Revoke an agent's token (a running daemon refuses it at once).")
     t.add_argument("name", help="the token's name")

@@ -22,8 +22,17 @@ def describe(text: str) -> Any:
 
 
 def tombstone(replacement: str) -> Any:
-    """A retired parameter: kept in the advertised schema so the caller is told what replaced it."""
-    return Field(description=f"Retired: {replacement}. Any value is refused with a migration message.")
+    """A retired parameter: kept in the advertised schema so the caller is told what replaced it.
+
+    Its schema type is ``null`` (the graph document's "never-valued tombstone"): a strict schema
+    converter refuses a property without a type, and a client that validates before sending may
+    refuse a value there itself. The tool still takes any value sent, to answer the migration
+    message.
+    """
+    return Field(
+        description=f"Retired: {replacement}. Any value is refused with a migration message.",
+        json_schema_extra={"type": "null"},
+    )
 
 
 class ToolOutput(TypedDict):

@@ -21,6 +21,7 @@ from vaultmem.errors import VaultmemError
 from vaultmem.limits import MAX_LIMIT
 from vaultmem.mcp.annotations import TOOL_ANNOTATIONS
 from vaultmem.mcp.graph_tools import AS_OF_DESCRIPTION, GRAPH_TOOL_NAMES, register_graph_tools
+from vaultmem.mcp.requests import RequestShapes
 from vaultmem.mcp.review_tools import REVIEW_TOOL_NAMES, register_review_tools
 from vaultmem.mcp.upkeep_tools import UPKEEP_TOOL_NAMES, register_upkeep_tools
 from vaultmem.mcp.validation import ToolServer
@@ -47,6 +48,7 @@ def build_mcp_server(memory: Memory) -> ToolServer:
     server = ToolServer(
         "vaultmem", instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
+    server.middleware.append(RequestShapes(server))  # malformed calls told the fix (requests.py)
     try:
         kinds = ", ".join(memory.kinds())
     except VaultmemError:  # an invalid contract refuses writes with its own message later

@@ -20,16 +20,26 @@ Every call runs as its caller (:func:`_caller`): the agent its bearer token name
 self-declared ``name/version`` and the MCP session. When the secret guard replaced a secret in
 the call's writes (``secrets: {mode: redact}``), the answer says so: ``redacted: [{kind, field,
 line}]`` in a memory tool's result, ``meta.redacted`` and a warning in a graph tool's envelope.
+
+A call its client cancels (``notifications/cancelled``) before the tool began never begins (the
+SDK cancels it before the worker thread starts). Once begun, it runs to the end: a write is not
+stopped halfway (the spec lets a receiver ignore a cancel for a request that cannot be cancelled),
+and the SDK answers the client ``-32800`` "Request cancelled" all the same. So that the write's
+outcome is not hidden, the daemon logs a warning naming the tool, the request, the caller and what
+was written (:meth:`ToolServer.call_tool`): a retry without an idempotency key writes it again.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
+import math
 import re
 import secrets
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
@@ -42,7 +52,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import CallToolResult, Icon, InputRequiredResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from vaultmem.caller import Caller, acting_as, redactions
+from vaultmem.caller import Caller, acting_as, current, redactions
 from vaultmem.errors import IndexError_, InvalidInput, VaultmemError
 from vaultmem.mcp.envelope import admitting_failure, failure
 
@@ -55,6 +65,10 @@ STILL_STARTING = (
 )
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
+log = logging.getLogger(__name__)
+#: What the tool functions of the call running here returned, filled in by the worker thread (so a
+#: call whose client cancelled it can say what it did: module docstring).
+_ran: ContextVar[list[Any] | None] = ContextVar("vaultmem_tool_ran", default=None)
 #: Where the HTTP server's bearer check leaves the agent a token names: ``(name, email)``.
 AGENT_SCOPE_KEY = "vaultmem.agent"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -107,9 +121,14 @@ class ToolServer(MCPServer[Any]):
         started = self.started
         if started is not None and not await anyio.to_thread.run_sync(started.wait, START_WAIT):
             return failure(IndexError_(STILL_STARTING))
+        ran: list[Any] = []
+        ran_token = _ran.set(ran)
         try:
             with acting_as(_caller(context)):
                 result = await super().call_tool(name, arguments, context)
+                # The worker thread is not interrupted: a cancel shows only once it is done.
+                if ran and anyio.current_effective_deadline() == -math.inf:
+                    _log_landed(name, context, ran)
                 redacted = redactions()
             if redacted and isinstance(result, CallToolResult) and not result.is_error:
                 return _saying_redacted(result, redacted)
@@ -122,10 +141,57 @@ class ToolServer(MCPServer[Any]):
                 schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
                 return failure(InvalidInput(invalid_arguments(name, cause, schema)))
             raise
+        finally:
+            _ran.reset(ran_token)
+
+
+def _log_landed(name: str, context: Context[Any, Any] | None, ran: list[Any]) -> None:
+    """A warning that a call its client cancelled ran to the end (module docstring)."""
+    try:
+        request_id = context.request_context.request_id if context is not None else None
+    except ValueError:  # no request behind the context (a call made in process)
+        request_id = None
+    caller = current()
+    written = [str(i) for r in ran if isinstance(i := _written_id(r), str)]
+    what = f": {', '.join(written)}" if written else ""
+    log.warning(
+        "%s (request %s, %s, session %s) was cancelled after it had begun (by its client, or as the "
+        "daemon stopped): it ran to the end and what it did is kept%s. The client was answered "
+        "'Request cancelled', so a retry without an idempotency key does it again",
+        name, request_id, caller.agent, (caller.session or "-")[:8], what,
+    )  # fmt: skip
+
+
+def _written_id(result: Any) -> Any:
+    """The id a tool's result names (a memory tool's ``id``, a graph tool's ``item.id``), if any."""
+    if isinstance(result, CallToolResult):
+        payload = (result.structured_content or {}).get("result")
+        item = payload.get("item") if isinstance(payload, dict) else None
+        return item.get("id") if isinstance(item, dict) else None
+    return result.get("id") if isinstance(result, Mapping) else getattr(result, "id", None)
 
 
 class _TextKept(FuncMetadata):
     """A tool's argument handling, but a string sent for a text parameter stays that string."""
+
+    async def call_fn(
+        self,
+        fn: Callable[..., Any | Awaitable[Any]],
+        fn_is_async: bool,
+        arguments: dict[str, Any],
+        arguments_to_pass_directly: dict[str, Any] | None = None,
+    ) -> Any:
+        """The SDK's call, the tool's result also kept where a cancelled call can read it."""
+        ran = _ran.get()
+        if fn_is_async or ran is None:
+            return await super().call_fn(fn, fn_is_async, arguments, arguments_to_pass_directly)
+
+        def recorded(**kwargs: Any) -> Any:
+            result = fn(**kwargs)
+            ran.append(result)
+            return result
+
+        return await super().call_fn(recorded, False, arguments, arguments_to_pass_directly)
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         parsed = super().pre_parse_json(data)

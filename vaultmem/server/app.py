@@ -7,7 +7,8 @@ Every request passes three guards, outermost first:
    same origin. Anything else is refused with 403, including a page served from another port of
    localhost.
 2. **Bearer token** on everything but ``/health``: ``Authorization: Bearer <token>``, compared in
-   constant time; 401 otherwise. A token in the query string is never looked at, and the header is
+   constant time; 401 otherwise, whose message names the command that prints the vault's token
+   (never a token). A token in the query string is never looked at, and the header is
    never logged.
 3. **Body cap**: a request body over the cap is refused with 413 before it is read in full.
 
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shlex
+from pathlib import Path
 from typing import Any
 
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
@@ -44,6 +47,7 @@ from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
 from vaultmem.server.token import TokenFile
+from vaultmem.server.versions import ProtocolVersions
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
@@ -115,6 +119,15 @@ class HostOriginGuard:
         await self.app(scope, receive, send)
 
 
+def missing_token_message(vault: Path) -> str:
+    """What a request without a valid token is told: how to get one (never a token itself)."""
+    return (
+        "missing or invalid bearer token: send the header `Authorization: Bearer <token>`; print "
+        f"this vault's default token with `vaultmem --vault {shlex.quote(str(vault))} token` "
+        "(or make one per agent with `vaultmem token add NAME`)"
+    )
+
+
 class BearerAuth:
     """401 unless ``Authorization: Bearer <token>`` is one of the vault's tokens (constant-time).
 
@@ -123,9 +136,10 @@ class BearerAuth:
     name by a header, only by holding that agent's token.
     """
 
-    def __init__(self, app: ASGIApp, tokens: TokenFile) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenFile, vault: Path) -> None:
         self.app = app
         self.tokens = tokens
+        self.refusal = missing_token_message(vault)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
@@ -134,7 +148,7 @@ class BearerAuth:
             candidate = presented.strip().encode("latin-1", "replace")
             agent = self.tokens.agent_for(candidate) if scheme.lower() == "bearer" else None
             if agent is None:
-                await _refuse(scope, receive, send, 401, "missing or invalid bearer token")
+                await _refuse(scope, receive, send, 401, self.refusal)
                 return
             scope[AGENT_SCOPE_KEY] = (agent.name, agent.email)
         await self.app(scope, receive, send)
@@ -224,10 +238,10 @@ def build_app(
     )
     budget = SessionBudget(app, path=MCP_PATH, max_sessions=most, idle_timeout=float(idle))
     memory.report_sessions(budget.counts)  # memory_status health says how many are open
-    app = Health(budget)
+    app = Health(ProtocolVersions(budget, path=MCP_PATH))
     app = Unbatched(app, path=MCP_PATH)
     app = WholeBody(app)
     app = RequestBodyLimitMiddleware(app, max_body)
-    app = BearerAuth(app, tokens)
+    app = BearerAuth(app, tokens, settings.vault)
     guarded: ASGIApp = HostOriginGuard(app, hosts, origins)
     return guarded

@@ -13,6 +13,10 @@ It also refuses a request whose id is that of a request of the same session stil
 (409, naming the id). The SDK matches an answer to its POST by the request's id, so the first of
 two such requests was never answered, while its call ran to the end (a write was done and its
 client, left waiting, retried it).
+
+A request naming a session the SDK does not hold gets the spec's 404, with a message naming the
+likely causes (a restart, the idle timeout) and the fix: a new ``initialize`` without the session
+header (the SDK's own said only "Session not found").
 """
 
 from __future__ import annotations
@@ -101,24 +105,24 @@ class SessionBudget:
         # A session this table has let go of as expired may still be alive in the SDK (its timer
         # fires a moment later): whatever the SDK does not answer 404 is counted again.
         session = self._sessions.setdefault(session_id, _Session(last_active=self._clock()))
-        request_id = None
+        rpc_id = None
         if scope["method"] == "POST":
             first = await receive()
             receive = replaying(first, receive)
-            request_id = _request_id(first.get("body", b""))
-            if request_id in session.request_ids:
-                await _id_in_use(request_id)(scope, receive, send)
+            rpc_id = request_id(first.get("body", b""))
+            if rpc_id in session.request_ids:
+                await _id_in_use(rpc_id)(scope, receive, send)
                 return
-        if request_id is not None:
-            session.request_ids.add(request_id)
+        if rpc_id is not None:
+            session.request_ids.add(rpc_id)
         session.in_flight += 1
         status: list[int] = []
         try:
-            await self.app(scope, receive, _watching(send, status))
+            await self.app(scope, receive, _watching(self._explaining_gone(send, session_id), status))
         finally:
             session.in_flight -= 1
             session.last_active = self._clock()
-            session.request_ids.discard(request_id)
+            session.request_ids.discard(rpc_id)
         answered = status[0] if status else None
         if answered == 404 or (scope["method"] == "DELETE" and answered is not None and answered < 300):
             self._sessions.pop(session_id, None)  # ended by its client, or already gone
@@ -145,6 +149,26 @@ class SessionBudget:
             await self.app(scope, receive, register)
         finally:
             self._opening -= 1
+
+    def _explaining_gone(self, send: Send, session_id: str) -> Send:
+        """``send``, but the SDK's bare ``404 Session not found`` says why and what to do."""
+        replaced = False
+
+        async def explained(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 404:
+                replaced = True
+                body = json.dumps(_session_gone(session_id, self.idle_timeout)).encode("utf-8")
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ]
+                await send({"type": "http.response.start", "status": 404, "headers": headers})
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+            elif not replaced:
+                await send(message)
+
+        return explained
 
     def _forget_expired(self) -> None:
         """Drop the sessions the SDK's idle timer has ended (or is about to)."""
@@ -184,7 +208,7 @@ class SessionBudget:
         log.info("ended the idle MCP session %s… to make room (cap %d)", session_id[:8], self.max_sessions)
 
 
-def _request_id(body: bytes) -> str | None:
+def request_id(body: bytes) -> str | None:
     """The id of the JSON-RPC request ``body`` holds, as JSON text; None for anything else (a
     notification, a response, a batch, not JSON)."""
     if b'"id"' not in body:
@@ -198,19 +222,32 @@ def _request_id(body: bytes) -> str | None:
     return json.dumps(message["id"])
 
 
-def _id_in_use(request_id: str) -> JSONResponse:
+def _id_in_use(rpc_id: str) -> JSONResponse:
     return JSONResponse(
         {
             "jsonrpc": "2.0",
-            "id": json.loads(request_id),
+            "id": json.loads(rpc_id),
             "error": {
                 "code": -32600,
-                "message": f"request id {request_id} is already used by a request of this session that "
+                "message": f"request id {rpc_id} is already used by a request of this session that "
                 "has not been answered yet; give every request of a session its own id",
             },
         },
         status_code=409,
     )
+
+
+def _session_gone(session_id: str, idle_timeout: float) -> dict[str, Any]:
+    """The 404 for a session id the SDK does not hold (the spec's status; the client must then
+    open a new session), with the likely causes and the fix."""
+    shown = "".join(c if c.isprintable() else "?" for c in session_id[:8])
+    message = (
+        f"MCP session {shown}… is not open on this server: the vaultmem daemon restarted since it "
+        f"began, or it was idle more than {idle_timeout:g} s (mcp_session_idle_timeout) and was ended, "
+        "or it was ended to make room (mcp_max_sessions) or by its client. Start a new session: send "
+        "initialize again, without the mcp-session-id header"
+    )
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
 
 
 def _watching(send: Send, status: list[int]) -> Send:

@@ -11,7 +11,9 @@ config directory, one file per vault, readable by the owner only::
 That file holds the *default* token (``vaultmem token`` prints it; hosts set up before named tokens
 keep working). **Named tokens**, one per agent (``vaultmem token add cursor``), live beside it in
 ``<same name>.agents.json`` (0600 too), stored as sha256 digests: a named token is shown once, when
-it is made, and only its first characters are kept for ``vaultmem token list``. A request is
+it is made, and nothing of it is kept. ``vaultmem token list`` tells tokens apart by a fingerprint,
+the first hex digits of the digest (:func:`fingerprint`), which reveals nothing of the token but
+lets its holder check which one they have. A request is
 attributed to its token's name: its commits are authored ``<name> <<name>@vaultmem.local>`` (or
 the address given with ``--email``). A running daemon re-reads both files when they change, so a
 ``token revoke`` takes effect on its next request.
@@ -42,8 +44,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 DEFAULT_AGENT = "default"
 #: A token's name: what `git log --author=NAME` finds (letters, digits, ``.``, ``_``, ``-``).
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: Characters of a named token kept to tell it apart in ``token list`` (the rest is never stored).
-SHOWN_CHARS = 4
+#: Hex digits of a token's sha256 digest that ``token list`` shows to tell it apart.
+FINGERPRINT_CHARS = 8
 
 
 def token_path(vault: Path) -> Path:
@@ -140,6 +142,12 @@ def _digest(token: str | bytes) -> str:
     return hashlib.sha256(token.encode("ascii") if isinstance(token, str) else token).hexdigest()
 
 
+def fingerprint(digest: str) -> str:
+    """How ``token list`` names a token without revealing any of it: ``sha256:`` and the first
+    hex digits of its digest (``printf %s TOKEN | sha256sum`` prints the same digits first)."""
+    return f"sha256:{digest[:FINGERPRINT_CHARS]}" if digest else "-"
+
+
 def _read_agents(path: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -167,6 +175,8 @@ def _agents_locked(path: Path) -> Iterator[dict[str, dict[str, Any]]]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         tokens = _read_agents(path)
         yield tokens
+        for record in tokens.values():  # earlier versions kept a token's first characters here
+            record.pop("shown", None)
         body = json.dumps({"version": 1, "tokens": tokens}, indent=2, sort_keys=True)
         _write_private(path, (body + "\n").encode("utf-8"))
     finally:
@@ -204,7 +214,6 @@ def add_token(token_file: Path, name: str, email: str | None = None) -> str:
             )
         tokens[name] = {
             "sha256": _digest(token),
-            "shown": token[:SHOWN_CHARS],
             "email": address,
             "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
@@ -233,15 +242,24 @@ def _email_of(name: str, record: dict[str, Any]) -> str:
 
 
 def list_tokens(token_file: Path) -> list[dict[str, str]]:
-    """Every token: the default one first, then the named ones by name. Never a token itself."""
-    rows = [{"name": DEFAULT_AGENT, "email": f"{DEFAULT_AGENT}@{AGENT_DOMAIN}", "created": "", "shown": ""}]
+    """Every token: the default one first, then the named ones by name, each with its
+    :func:`fingerprint`. Never a token itself, nor any part of one."""
+    default = read_token(token_file)
+    rows = [
+        {
+            "name": DEFAULT_AGENT,
+            "email": f"{DEFAULT_AGENT}@{AGENT_DOMAIN}",
+            "created": "",
+            "fingerprint": fingerprint(_digest(default) if default else ""),
+        }
+    ]
     for name, record in sorted(_read_agents(agents_path(token_file)).items()):
         rows.append(
             {
                 "name": name,
                 "email": _email_of(name, record),
                 "created": str(record.get("created", "")),
-                "shown": f"{record.get('shown', '')}…",
+                "fingerprint": fingerprint(str(record.get("sha256", ""))),
             }
         )
     return rows
