@@ -251,7 +251,7 @@ class VersionStore:
     def in_scope(self, rows: Rows, filters: SearchFilters) -> Rows:
         """The rows among ``rows`` inside ``filters`` (the semantics of ``filters.to_sql()``) that a
         search may return (a version with a blank body is none)."""
-        keep = ~self._blank.data[rows]
+        keep: npt.NDArray[np.bool_] = ~self._blank.data[rows]
         statuses = self._codes["status"]
         if filters.statuses is not None:
             allowed = set(filters.statuses) | ({"deleted"} if filters.include_deleted else set())
