@@ -104,9 +104,9 @@ def test_hand_edits_of_several_files_say_which_were_deleted(vault: Path, tmp_pat
         (vault / "memory/semantic/gone.md").unlink()
         wait_for(lambda: git(vault, "status", "--porcelain", "--untracked-files=all") == "")
     subject = git(vault, "log", "-1", "--format=%s").strip()
-    assert subject == "hand edits: 2 files (1 deleted): gone, kept"
+    assert subject == "hand edits: 2 files (1 added, 1 deleted): gone, kept"
     body = git(vault, "log", "-1", "--format=%b")
-    assert "- deleted memory/semantic/gone.md" in body and "- edited memory/semantic/kept.md" in body
+    assert "- deleted memory/semantic/gone.md" in body and "- added memory/semantic/kept.md" in body
 
 
 def test_notes_the_person_moves_are_committed_as_renames_not_deletions(vault: Path, tmp_path: Path) -> None:

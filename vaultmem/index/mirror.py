@@ -25,7 +25,7 @@ from vaultmem.errors import InvalidInput
 from vaultmem.index.bm25 import Analyzer
 from vaultmem.index.chunk_matrix import ChunkMatrix, Spans
 from vaultmem.index.lexical import LexicalIndex, state_key
-from vaultmem.index.records import NoteRecord, SearchFilters
+from vaultmem.index.records import NoteRecord, SearchFilters, is_blank
 from vaultmem.vault.multimap import Multimap
 
 __all__ = ["NoteMirror"]
@@ -98,6 +98,8 @@ class NoteMirror:
         self._status = np.zeros(capacity, dtype=np.int32)
         self._project = np.zeros(capacity, dtype=np.int32)
         self._kind = np.zeros(capacity, dtype=np.int32)
+        #: Ids of the notes whose body holds no word (records.is_blank): never a search's hit.
+        self._blank: set[str] = set()
         self._chunks = ChunkMatrix(dim)
         self._lexical = LexicalIndex(self._analyzer)
 
@@ -141,6 +143,10 @@ class NoteMirror:
                     _NO_PROJECT if record.project is None else self._project_codes.code(record.project)
                 )
                 self._kind[row] = self._kind_codes.code(record.kind)
+                if is_blank(record):
+                    self._blank.add(record.id)
+                else:
+                    self._blank.discard(record.id)
                 self._lexical.add(record, row, context)
                 if chunks is not None:
                     self._chunks.set(record.id, row, *chunks[i])
@@ -155,6 +161,7 @@ class NoteMirror:
                 if row is None:
                     continue
                 self._unlink_path(self._records[row])
+                self._blank.discard(note_id)
                 self._chunks.drop(note_id)
                 self._lexical.remove(row)
                 last = self._n - 1
@@ -211,6 +218,7 @@ class NoteMirror:
         for r in shared:
             by_path.add(r.path, r.id)
         status_codes, project_codes, kind_codes = _Codes(), _Codes(), _Codes()
+        blank = {r.id for r in shared if is_blank(r)}
 
         def column(values: Iterable[int]) -> npt.NDArray[np.int32]:
             out = np.zeros(len(vectors), dtype=np.int32)
@@ -246,6 +254,7 @@ class NoteMirror:
             )
             self._chunks = chunk_matrix
             self._lexical = lexical
+            self._blank = blank
 
     def lexical_state(self) -> tuple[object, ...] | None:
         """The lexical postings as :meth:`replace` adopts them, or None when they did not change
@@ -408,6 +417,15 @@ class NoteMirror:
             narrow(np.fromiter((wanted.issubset(r.tags) for r in self._records), dtype=np.bool_, count=n))
         return mask
 
+    def _searchable_locked(self, filters: SearchFilters) -> npt.NDArray[np.bool_] | None:
+        """Rows inside ``filters`` that a search may return: a note with a blank body is none."""
+        mask = self._mask_locked(filters)
+        if not self._blank:
+            return mask
+        mask = np.ones(self._n, dtype=np.bool_) if mask is None else mask.copy()
+        mask[[self._row[i] for i in self._blank]] = False
+        return mask
+
     def in_scope(self, ids: Iterable[str], filters: SearchFilters) -> set[str]:
         """The ids among ``ids`` that exist and are inside ``filters``."""
         with self._lock:
@@ -420,7 +438,7 @@ class NoteMirror:
         leg, :mod:`~vaultmem.index.lexical`): ``(id, score)``, best first, ties by id."""
         with self._lock:
             rows, scores = self._lexical.scores(query)
-            mask = self._mask_locked(filters)
+            mask = self._searchable_locked(filters)
             if mask is not None:
                 inside = mask[rows]
                 rows, scores = rows[inside], scores[inside]
@@ -443,7 +461,7 @@ class NoteMirror:
         """
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
-            mask = self._mask_locked(filters)
+            mask = self._searchable_locked(filters)
             rows: npt.NDArray[np.intp] | None = None
             if len(self._chunks):  # a note scores its best window's cosine
                 every = self._vectors[: self._n] @ query
@@ -467,7 +485,7 @@ class NoteMirror:
         """Cosine of ``query`` with each note among ``ids`` that exists and is inside ``filters``."""
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
-            mask = self._mask_locked(filters)
+            mask = self._searchable_locked(filters)
             rows = [(i, self._row[i]) for i in ids if i in self._row]
             rows = [(i, row) for i, row in rows if mask is None or mask[row]]
             if not rows:

@@ -47,6 +47,7 @@ from vaultmem.index.records import (
     SearchResult,
     check_search,
     embedding_text,
+    is_blank,
     lexical_fields,
     text_hash,
 )
@@ -105,6 +106,7 @@ class VersionStore:
         self._status = _Column(np.int32)
         self._project = _Column(np.int32, -1)
         self._kind = _Column(np.int32)
+        self._blank = _Column(np.bool_)  # the body holds no word (records.is_blank): never a hit
         self._doc = _Column(np.int32)
         self._vec = _Column(np.int32)
         self._stamp = _Column(np.float64, math.nan)  # created, for the context step's timeline
@@ -151,6 +153,7 @@ class VersionStore:
         self._status.append(self._code("status", record.status))
         self._project.append(-1 if record.project is None else self._code("project", record.project))
         self._kind.append(self._code("kind", record.kind))
+        self._blank.append(is_blank(record))
         self._doc.append(doc)
         self._vec.append(self._vector_slot(embedding_text(record)))
         stamp = parse_timestamp(record.created) if record.created else None
@@ -246,8 +249,9 @@ class VersionStore:
         return None
 
     def in_scope(self, rows: Rows, filters: SearchFilters) -> Rows:
-        """The rows among ``rows`` inside ``filters`` (the semantics of ``filters.to_sql()``)."""
-        keep = np.ones(len(rows), dtype=np.bool_)
+        """The rows among ``rows`` inside ``filters`` (the semantics of ``filters.to_sql()``) that a
+        search may return (a version with a blank body is none)."""
+        keep: npt.NDArray[np.bool_] = ~self._blank.data[rows]
         statuses = self._codes["status"]
         if filters.statuses is not None:
             allowed = set(filters.statuses) | ({"deleted"} if filters.include_deleted else set())

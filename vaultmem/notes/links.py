@@ -37,7 +37,7 @@ from urllib.parse import unquote
 from vaultmem.notes import frontmatter as fm
 from vaultmem.notes.frontmatter import NoteText
 from vaultmem.notes.ids import uuid5_text
-from vaultmem.notes.model import OWNED_KEYS
+from vaultmem.notes.model import OWNED_KEYS, without_templater
 
 EDGE_TYPES = (
     "related", "parent", "develops", "replaces", "cluster", "references", "depends_on",
@@ -354,7 +354,7 @@ def names_a_file(target: str) -> bool:
 
 def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
-        yield value
+        yield without_templater(value)
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
@@ -389,7 +389,8 @@ def _note_target(target: str) -> str | None:
 
 
 def _prose(body: str) -> str:
-    """``body`` without what holds no link: fenced code blocks, inline code, comments."""
+    """``body`` without what holds no link: fenced code blocks, inline code, comments, Templater
+    expressions."""
     if "```" in body or "~~~" in body:
         body = _without_fences(body)
     if "`" in body:
@@ -398,6 +399,8 @@ def _prose(body: str) -> str:
         body = _without_between(body, "%%", "%%")
     if "<!--" in body:
         body = _without_between(body, "<!--", "-->")
+    if "<%" in body:  # a template's Templater expressions: `[[<% tp.date.yesterday() %>]]` is no link
+        body = without_templater(body)
     return body
 
 

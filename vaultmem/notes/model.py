@@ -38,6 +38,23 @@ _DRAWING = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 
+#: A Templater expression (``<% tp.file.folder() %>``, ``<%* … %>``): a template's placeholder,
+#: filled in only when the template is applied. An unclosed ``<%`` is text (``growth <%5``).
+_TEMPLATER = re.compile(r"<%.*?%>", re.DOTALL)
+#: The same in a ``tags:`` value, where an unclosed one runs to the value's end.
+_TEMPLATER_TO_END = re.compile(r"<%.*?(?:%>|\Z)", re.DOTALL)
+
+
+def without_templater(text: str, stand_in: str = " ") -> str:
+    """``text`` with each Templater expression replaced by ``stand_in``."""
+    return _TEMPLATER.sub(stand_in, text) if "<%" in text else text
+
+
+def _tag_words(raw: list[Any]) -> list[Any]:
+    """The tags of a ``tags:`` list, but a Templater placeholder (``<% tp.file.folder() %>``) and any
+    item or word it is part of (``project/<% tp.file.title %>``): no tag until the template is applied."""
+    return [t for t in raw if not (isinstance(t, str) and "<%" in t)]
+
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
@@ -194,7 +211,10 @@ def note_from_doc(doc: NoteText, path: str, *, persons: bool = False) -> Note:
         status = "active"  # the person's own status (``todo``, ``Done``), not a lifecycle of vaultmem's
     raw_tags = meta.get("tags") or []
     if isinstance(raw_tags, str):
-        raw_tags = [t for t in raw_tags.replace(",", " ").split() if t]
+        words = _TEMPLATER_TO_END.sub("<%", raw_tags).replace(",", " ").split()
+        raw_tags = [t for t in words if t]
+    if isinstance(raw_tags, list):
+        raw_tags = _tag_words(raw_tags)
     if persons:  # what Obsidian shows as a tag: the words, not an empty item or a nested value
         listed = raw_tags if isinstance(raw_tags, list) else []
         raw_tags = [t for t in listed if isinstance(t, str | int | float)]

@@ -26,7 +26,7 @@ from vaultmem.errors import VaultmemError
 from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import Row
-from vaultmem.vault.commits import hand_edit_message
+from vaultmem.vault.commits import hand_edit_describe, hand_edit_message
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.remote import ChangedPath, SyncReport, VaultSync, clone_vault
 from vaultmem.vault.statefile import read_state, write_state
@@ -97,7 +97,12 @@ class Syncing:
         paths = [p for p in repo.pending_changes() if not is_never_committed(p)]
         deleted = {p for p in paths if not os.path.lexists(root / p)}
         message = hand_edit_message(paths, deleted)
-        return paths if paths and repo.commit_paths(paths, message, repo.person()) else []  # theirs
+
+        def describe(changed: list[str]) -> str:
+            return hand_edit_describe(repo, changed, deleted)
+
+        committed = paths and repo.commit_paths(paths, message, repo.person(), describe)
+        return paths if committed else []  # theirs
 
     def _read_merged(self, changed: list[ChangedPath]) -> None:
         """Under the round's lock, right after a merge: the catalog reads what it changed."""

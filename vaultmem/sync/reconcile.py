@@ -223,14 +223,21 @@ def _misfiled(catalog: Catalog, index: NoteIndex, wanted: dict[str, str], stale:
 
 def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:
     """Notes whose index row lacks some of their body ``#tags`` (rows written before body tags
-    counted): written again, which re-embeds nothing (the text is unchanged)."""
+    counted) or holds a Templater placeholder's pieces as tags (``<%``, ``tp.file.folder()``: rows
+    written before placeholders were no tags): written again, which re-embeds nothing (the text is
+    unchanged)."""
+    out = {
+        r.path
+        for r in index.iter_records()
+        if r.tags and r.path not in stale and any("<%" in t or "%>" in t for t in r.tags)
+    }
     tagged = {e.path: e for e in catalog.entries() if e.body_tags and e.path not in stale}
-    if not tagged:
-        return []
-    rows = index.records_for_paths(list(tagged))
-    return sorted(
-        r.path for r in rows if r.path in tagged and not set(tagged[r.path].all_tags) <= set(r.tags)
-    )
+    if tagged:
+        rows = index.records_for_paths(list(tagged))
+        out.update(
+            r.path for r in rows if r.path in tagged and not set(tagged[r.path].all_tags) <= set(r.tags)
+        )
+    return sorted(out)
 
 
 def sync_path(

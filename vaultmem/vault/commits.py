@@ -55,15 +55,19 @@ def names_in_subject(names: Sequence[str], sep: str = ", ") -> str:
 
 
 def hand_edit_message(
-    paths: Sequence[str], deleted: Collection[str] = (), renamed: Mapping[str, str] | None = None
+    paths: Sequence[str],
+    deleted: Collection[str] = (),
+    renamed: Mapping[str, str] | None = None,
+    added: Collection[str] = (),
 ) -> str:
     """The message of the watcher's commit of hand edits; a deletion says it is one, a move too.
 
     One file: ``hand edit: <path>`` or ``hand deletion: <path>``; one note moved or renamed (its
     old and new path, ``renamed`` mapping the new to the old): ``hand rename: <old> -> <new>``.
-    Several: ``hand edits: N files (R renamed, K deleted): a, b, c and 2 more``, naming the notes by
-    file name, a renamed note once; the body lists each path. Without ``renamed`` a move reads as
-    its new path edited and its old one deleted, as git's own status would without rename detection.
+    Several: ``hand edits: N files (A added, R renamed, K deleted): a, b, c and 2 more``, naming the
+    notes by file name, a renamed note once; the body lists each path as ``added`` (new to git:
+    ``added``), ``edited``, ``deleted`` or ``renamed``. Without ``renamed`` a move reads as its new
+    path edited (or added) and its old one deleted, as git's own status would without rename detection.
     """
     moves = {new: old for new, old in (renamed or {}).items() if new in paths and old in paths}
     sources = set(moves.values())
@@ -75,7 +79,12 @@ def hand_edit_message(
         title = f"hand {verb}: {shown(entries[0])}"
     else:
         gone = sum(1 for p in entries if p in deleted)
-        said = [f"{len(moves)} renamed" if moves else "", f"{gone} deleted" if gone else ""]
+        new = sum(1 for p in entries if p in added and p not in moves and p not in deleted)
+        said = [
+            f"{new} added" if new else "",
+            f"{len(moves)} renamed" if moves else "",
+            f"{gone} deleted" if gone else "",
+        ]
         extra = ", ".join(w for w in said if w)
         count = f"{len(entries)} files" + (f" ({extra})" if extra else "")
         stems = [shown(p.rsplit("/", 1)[-1].removesuffix(".md")) for p in entries]
@@ -84,27 +93,50 @@ def hand_edit_message(
     def line(p: str) -> str:
         if p in moves:
             return f"- renamed {shown(moves[p])} -> {shown(p)}"
-        return f"- {'deleted' if p in deleted else 'edited'} {shown(p)}"
+        verb = "deleted" if p in deleted else "added" if p in added else "edited"
+        return f"- {verb} {shown(p)}"
 
     lines = "\n".join(line(p) for p in entries[:50])
     more = f"\n- … and {len(entries) - 50} more" if len(entries) > 50 else ""
     return f"{title}\n\nRecorded by the vaultmem watcher.\n\n{lines}{more}\n"
 
 
-def staged_renames(repo: GitRepo) -> dict[str, str]:
-    """The renames among the changes staged in git's index: new path -> old path. Only a file moved
+@dataclass(frozen=True)
+class StagedChanges:
+    """What git's index holds against HEAD, as a hand-edit message names it."""
+
+    #: New path -> old path, for a file moved whole.
+    renamed: dict[str, str]
+    #: Paths new to git (HEAD has no file there).
+    added: frozenset[str]
+
+
+def staged_changes(repo: GitRepo) -> StagedChanges:
+    """The renames and additions among the changes staged in git's index. A rename is a file moved
     whole (git's ``R100``, what Obsidian's move or rename does): a note deleted while a similar one
-    was written is not taken for a rename of it."""
+    was written is not taken for a rename of it, and the new one is an addition."""
     fields = repo.git("diff", "--cached", "--name-status", "-M", "-z", errors="surrogateescape").split("\0")
-    found: dict[str, str] = {}
+    renamed: dict[str, str] = {}
+    added: set[str] = set()
     i = 0
     while i < len(fields):
         status = fields[i]
         width = 2 if status[:1] in ("R", "C") else 1  # a rename or copy names its old and new path
         if status == "R100" and i + 2 < len(fields):
-            found[fields[i + 2]] = fields[i + 1]
+            renamed[fields[i + 2]] = fields[i + 1]
+        elif status[:1] in ("R", "C") and i + 2 < len(fields):
+            added.add(fields[i + 2])
+        elif status == "A" and i + 1 < len(fields):
+            added.add(fields[i + 1])
         i += 1 + (width if status else 0)
-    return found
+    return StagedChanges(renamed, frozenset(added))
+
+
+def hand_edit_describe(repo: GitRepo, changed: list[str], deleted: Collection[str]) -> str:
+    """The message of a commit of the person's edits from what git staged (``describe`` of
+    :meth:`GitRepo.commit_paths`): a moved note named as one, a file new to git as added."""
+    staged = staged_changes(repo)
+    return hand_edit_message(changed, deleted, staged.renamed, staged.added)
 
 
 @dataclass

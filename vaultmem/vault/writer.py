@@ -32,9 +32,9 @@ from vaultmem.vault.catalog import Catalog
 from vaultmem.vault.commits import (
     CommitWriter,
     author_of,
+    hand_edit_describe,
     hand_edit_message,
     names_in_subject,
-    staged_renames,
 )
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
@@ -454,8 +454,8 @@ class VaultWriter:
         from what git staged once it commits (not what a merge took; a note the person moved or
         renamed is named as one)."""
         deleted = {p for p in paths if not os.path.lexists(self.layout.root / p)}
-        return hand_edit_message(paths, deleted), (
-            lambda changed: hand_edit_message(changed, deleted, staged_renames(self.repo))
+        return hand_edit_message(paths, deleted), lambda changed: hand_edit_describe(
+            self.repo, changed, deleted
         )
 
     def close(self) -> None:
