@@ -117,7 +117,9 @@ class VaultWriter:
         # writer last put in each file: see _settle, which keeps one author's change per commit.
         self._pending: dict[str, tuple[Author | None, Future[None]]] = {}
         self._installed: dict[str, str] = {}
-        self._gate = CommitGate(repo.git_dir / "vaultmem-commit.flock", lock_timeout)
+        self._gate = CommitGate(
+            repo.git_dir / "vaultmem-commit.flock", lock_timeout, fallback=layout.state_dir / "commit.flock"
+        )
         self.commits.gate = self._gate.shared
         # Bumped under the process lock by every write of every vaultmem process on this vault: a
         # value other than the last one seen means another process wrote, so rescan the catalog.
