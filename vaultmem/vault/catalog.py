@@ -435,7 +435,8 @@ class Catalog:
                     continue  # indexed under its own id, which is not the one wanted
             if derived_id(candidate.path) == wanted:
                 return candidate
-        return self._gone.successor(wanted, self.with_fingerprint)  # its file renamed since
+        with self._lock:  # its file renamed since (the records may be read again from disk)
+            return self._gone.successor(wanted, self.with_fingerprint)
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         """The note a key names; of several (each machine wrote one before they met), the first by
