@@ -101,3 +101,21 @@ def test_a_note_moved_onto_a_renamed_notes_name_is_no_edit_of_it(tmp_path: Path)
     still_there = toaster._replace(path="Toaster.md")  # the toaster's file not seen gone yet
     notes.edited(moved, toaster, lambda _fp: [toaster, still_there])
     assert notes.successor(derived_id("Kettle.md"), lambda _fp: [toaster]) is None
+
+
+def test_two_processes_saving_one_file_keep_each_others_records_the_newer_state_winning(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "gone-ids"
+    daemon, cli = GoneNotes(file), GoneNotes(file)
+    cli.went(note("Kettle.md"))
+    followed = note("Appliances/Kettle.md", mtime_ns=9)  # the CLI's merge wrote it anew
+    cli.edited(note("Kettle.md"), followed, lambda _fp: [])
+    cli.save()
+    daemon.went(note("Kettle.md"))  # its watcher saw the deletion only
+    daemon.went(note("Teapot.md", fingerprint="fp-teapot", content_hash="h-teapot"))
+    daemon.save()
+    again = GoneNotes(file)
+    assert again.successor(derived_id("Kettle.md"), lambda _fp: [followed]) == followed
+    teapot = note("Pots/Teapot.md", fingerprint="fp-teapot", content_hash="h-teapot")
+    assert again.successor(derived_id("Teapot.md"), lambda _fp: [teapot]) == teapot

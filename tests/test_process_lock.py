@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
+from tests.sync_harness import Cluster
 from vaultmem.vault.locks import ProcessLock
 
 
@@ -35,3 +37,34 @@ def test_a_git_directory_without_flock_takes_the_fallback_and_leaks_no_descripto
         with lock:
             assert fallback.exists()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_git_directory_without_flock_still_commits_and_syncs_through_the_fallback_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit gate on a git directory that refuses flock: every commit and every sync round
+    failed with the filesystem's ENOLCK (the write lock fell back, the gate did not). Now the gate is
+    taken in the state directory: the write is committed under its tool's name and the round sends it."""
+    cluster = Cluster(tmp_path)
+    laptop = cluster.first("laptop")
+    git_dir = laptop.repo.git_dir.resolve()
+    real = fcntl.flock
+
+    def no_flock_in_the_git_dir(fd: int, operation: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).is_relative_to(git_dir):
+            raise OSError(errno.ENOLCK, "No locks available")
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock_in_the_git_dir)
+    try:
+        memory = laptop.service()
+        memory.append("The kettle wants descaling every month with citric acid.", "reference")
+        report = memory.sync()
+        assert report.ok, report.errors
+        laptop.close()
+    finally:
+        cluster.close()
+    subjects = git(laptop.root, "log", "--format=%s")
+    assert "memory_append" in subjects, subjects
+    assert git(laptop.root, "status", "--porcelain") == ""
+    assert git(cluster.remote, "rev-parse", "main") == git(laptop.root, "rev-parse", "HEAD")

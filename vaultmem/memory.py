@@ -86,7 +86,7 @@ class Memory:
             raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
         repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
         repo.require_repo()
-        catalog = Catalog(layout, first_added=repo.first_added)
+        catalog = Catalog.of_repo(layout, repo)
         store = NoteStore(layout, durable=settings.durable)
         self._keeper: IndexKeeper | None = None
         self._watcher: VaultWatcher | None = None

@@ -232,7 +232,7 @@ def diagnose_vault(
     repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
     if not layout.root.is_dir() or not repo.is_repo():
         raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
-    catalog = Catalog(layout, first_added=repo.first_added)
+    catalog = Catalog.of_repo(layout, repo)
     catalog.scan()
     from vaultmem.index.opening import open_existing_index
 

@@ -80,6 +80,7 @@ class Syncing:
                 write_lock=ctx.writer.exclusive,
                 after_merge=self._read_merged,
                 checkpoint=self._step,
+                round_fallback=ctx.layout.state_dir / "sync-round.flock",
             ).sync()
         notes = incoming_notes(ctx.layout, report.incoming)
         if self.keeper is not None and notes:

@@ -23,6 +23,7 @@ from vaultmem.notes.model import Note
 from vaultmem.vault.catalog_cache import load_entries, save_entries
 from vaultmem.vault.entry import Entry
 from vaultmem.vault.gone import GoneNotes
+from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import (
     VaultLayout,
     bad_name_reason,
@@ -35,6 +36,7 @@ from vaultmem.vault.link_paths import dir_of as _dir_of
 from vaultmem.vault.link_paths import path_link
 from vaultmem.vault.multimap import Multimap
 from vaultmem.vault.note_files import read_note
+from vaultmem.vault.pulled import PulledRenames
 from vaultmem.vault.reading import shown
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,15 @@ IDEM_TAG_PREFIX = "idem-"
 class Catalog:
     """Every note's owned keys, with the lookups the write path needs. Thread-safe."""
 
-    def __init__(self, layout: VaultLayout, first_added: Callable[[str], int] | None = None) -> None:
+    def __init__(
+        self,
+        layout: VaultLayout,
+        first_added: Callable[[str], int] | None = None,
+        pulled: PulledRenames | None = None,
+    ) -> None:
         self.layout = layout
+        #: The commit the cache knew and git's renames since: a person's pull while nothing ran.
+        self.pulled = pulled
         #: When git first recorded a path (``GitRepo.first_added``): which of two files read with no
         #: cache to say which held their id keeps it (:meth:`_eldest_holds`).
         self.first_added = first_added
@@ -73,6 +82,12 @@ class Catalog:
         #: The lookups changed since the cache was last read or written (a close with nothing
         #: changed writes nothing: at 100k notes the cache is 0.36 s to write).
         self._unsaved = True
+
+    @classmethod
+    def of_repo(cls, layout: VaultLayout, repo: GitRepo) -> Catalog:
+        """The catalog of a vault whose history ``repo`` holds (which file git recorded first, and
+        the renames a person's pull brought while nothing ran)."""
+        return cls(layout, first_added=repo.first_added, pulled=PulledRenames(repo, layout))
 
     # -- building ---------------------------------------------------------------------------
     def scan(self, temp_files: list[str] | None = None) -> tuple[int, int]:
@@ -115,6 +130,9 @@ class Catalog:
             for rel in fresh:
                 parsed += 1
                 self.refresh(rel)
+            if self.pulled is not None and fresh:  # a person's pull of a rename while nothing ran
+                for went, came in self.pulled.moved_whole(cached, walked, self._by_path.get):
+                    self._gone.edited(went, came, self.with_fingerprint)
             self._eldest_holds(fresh)
             for rel in changed:  # the other files read before, unless read above as holders
                 if rel in cached and rel not in self._by_path and rel not in self.problems:
@@ -435,7 +453,8 @@ class Catalog:
                     continue  # indexed under its own id, which is not the one wanted
             if derived_id(candidate.path) == wanted:
                 return candidate
-        return self._gone.successor(wanted, self.with_fingerprint)  # its file renamed since
+        with self._lock:  # its file renamed since (the records may be read again from disk)
+            return self._gone.successor(wanted, self.with_fingerprint)
 
     def by_idempotency_tag(self, tag: str) -> Entry | None:
         """The note a key names; of several (each machine wrote one before they met), the first by
@@ -548,6 +567,8 @@ class Catalog:
             self._unsaved = False
             self._gone.save()
         save_entries(self._cache_file, entries)
+        if self.pulled is not None:
+            self.pulled.remember()
 
 
 def _source_key(kind: str, value: str | None) -> str | None:

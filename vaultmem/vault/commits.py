@@ -205,6 +205,17 @@ class CommitWriter:
         marker = self.submit([], "")
         marker.result(timeout=timeout)
 
+    def commit_now(self, commits: Sequence[tuple[Sequence[str], str, Author | None]]) -> None:
+        """Commit each ``(paths, message, author)`` now, in order, consecutive ones of one author
+        together (the writes a start found uncommitted, as their journal recorded them); one that
+        fails waits for the next attempt, as a queued commit would."""
+        self._commit([_Job(list(p), m, record=False, author=a) for p, m, a in commits])
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a commit that failed waits for its retry."""
+        return bool(self._retry)
+
     def defer(self, paths: Sequence[str], message: str) -> None:
         """Commit ``paths`` with the next attempt (an earlier one failed: git was locked)."""
         job = _Job(list(paths), message, record=False)

@@ -64,11 +64,21 @@ class ProcessLock:
 
 
 @contextlib.contextmanager
-def flocked(path: Path, timeout: float, *, shared: bool = False, busy: str = "") -> Iterator[None]:
+def flocked(
+    path: Path, timeout: float, *, shared: bool = False, busy: str = "", fallback: Path | None = None
+) -> Iterator[None]:
     """Hold an ``flock`` on ``path`` for the block: exclusive, or ``shared`` with other shared
     holders. Each call opens the file anew, so two holders in one process exclude each other as two
-    processes do. ``busy`` is the error's message when the lock is not had within ``timeout`` s."""
-    fd = _flock(path, timeout, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, busy)
+    processes do. ``busy`` is the error's message when the lock is not had within ``timeout`` s.
+    When ``path``'s filesystem refuses ``flock`` (or the file cannot be made), the lock is taken on
+    ``fallback`` instead, if given."""
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        fd = _flock(path, timeout, mode, busy)
+    except OSError:
+        if fallback is None:
+            raise
+        fd = _flock(fallback, timeout, mode, busy)
     try:
         yield
     finally:
@@ -81,19 +91,24 @@ class CommitGate:
     *exclusive* while it commits pending work and merges, so no commit (an agent's write, a hand
     edit the watcher saw) lands in the middle of a merge, where git's ``add`` could resolve a note
     the round left unmerged for itself. The file lives in the git directory: one per repository,
-    wherever each process keeps its state directory."""
+    wherever each process keeps its state directory.
 
-    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+    A git directory that refuses ``flock`` (some network and FUSE mounts answer ENOLCK or
+    EOPNOTSUPP) has the gate taken at ``fallback`` instead, as the write lock does (its processes
+    then share a gate when they share a state directory, the usual case)."""
+
+    def __init__(self, path: Path, timeout: float = 30.0, *, fallback: Path | None = None) -> None:
         self.path = path
         self.timeout = timeout
+        self.fallback = fallback
 
     def shared(self) -> contextlib.AbstractContextManager[None]:
         busy = f"a sync round held the vault's git ({self.path}) for {self.timeout:.0f}s; the commit waits"
-        return flocked(self.path, self.timeout, shared=True, busy=busy)
+        return flocked(self.path, self.timeout, shared=True, busy=busy, fallback=self.fallback)
 
     def exclusive(self) -> contextlib.AbstractContextManager[None]:
         busy = f"vaultmem commits kept {self.path} busy for {self.timeout:.0f}s; sync again"
-        return flocked(self.path, self.timeout, busy=busy)
+        return flocked(self.path, self.timeout, busy=busy, fallback=self.fallback)
 
 
 def _flock(path: Path, timeout: float, mode: int = fcntl.LOCK_EX, busy: str = "") -> int:

@@ -173,7 +173,8 @@ class VaultSync:
     merges; ``after_merge`` is told, still inside it, the paths each merge changed (the catalog
     reads them before any write decides again). ``checkpoint`` is called with the name of each
     step, for tests that kill a round there. One round runs at a time on a repository, across
-    processes (an ``flock`` in the git directory): a second one waits up to ``round_timeout``.
+    processes (an ``flock`` in the git directory, or at ``round_fallback`` where the git
+    directory refuses ``flock``): a second one waits up to ``round_timeout``.
     """
 
     def __init__(
@@ -188,6 +189,7 @@ class VaultSync:
         checkpoint: Callable[[str], None] | None = None,
         after_merge: Callable[[list[ChangedPath]], None] | None = None,
         round_timeout: float = 600.0,
+        round_fallback: Path | None = None,
     ) -> None:
         if not remote or remote.startswith("-") or any(c.isspace() for c in remote):
             raise InvalidInput(f"{remote!r} is not a git remote name")
@@ -200,6 +202,7 @@ class VaultSync:
         self.checkpoint = checkpoint or (lambda step: None)
         self.after_merge = after_merge or (lambda changed: None)
         self.round_timeout = round_timeout
+        self.round_fallback = round_fallback
 
     # -- setup --------------------------------------------------------------------------------------
     def _commit_all_pending(self) -> list[str]:
@@ -251,7 +254,8 @@ class VaultSync:
                 f"another sync of {self.repo.work_tree} (the daemon's, or another `vaultmem sync`) "
                 f"was still running after {self.round_timeout:.0f}s; sync again later"
             )
-            with flocked(self.repo.git_dir / ROUND_LOCK, self.round_timeout, busy=busy):
+            lock = self.repo.git_dir / ROUND_LOCK
+            with flocked(lock, self.round_timeout, busy=busy, fallback=self.round_fallback):
                 self._round(report)
         except SyncFailed as exc:
             report.ok, report.error_kind = False, exc.kind

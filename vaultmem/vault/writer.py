@@ -40,6 +40,7 @@ from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
 from vaultmem.vault.merge_state import needs_recovery, recover_at_start
+from vaultmem.vault.pending_journal import PendingJournal
 from vaultmem.vault.plan import FileWrite, Plan, WriteKey
 from vaultmem.vault.reading import file_hash
 from vaultmem.vault.store import NoteStore, StagedWrite, changed_on_disk
@@ -117,7 +118,11 @@ class VaultWriter:
         # writer last put in each file: see _settle, which keeps one author's change per commit.
         self._pending: dict[str, tuple[Author | None, Future[None]]] = {}
         self._installed: dict[str, str] = {}
-        self._gate = CommitGate(repo.git_dir / "vaultmem-commit.flock", lock_timeout)
+        #: Every queued commit recorded first, so a start after a crash words it as it would have been.
+        self._journal = PendingJournal(repo.git_dir)
+        self._gate = CommitGate(
+            repo.git_dir / "vaultmem-commit.flock", lock_timeout, fallback=layout.state_dir / "commit.flock"
+        )
         self.commits.gate = self._gate.shared
         # Bumped under the process lock by every write of every vaultmem process on this vault: a
         # value other than the last one seen means another process wrote, so rescan the catalog.
@@ -160,6 +165,12 @@ class VaultWriter:
         if theirs:
             self._commit_persons_at_start(theirs)
             paths = [p for p in paths if self.layout.writable(p)]
+        recorded, paths = self._journal.found(paths)
+        if recorded:  # an agent's write (or a hand edit) queued, not yet committed: its own words
+            self.commits.commit_now([(r.paths, r.message, r.author) for r in recorded])
+            log.info("committed %d recorded write(s) found at start", len(recorded))
+        if not self.commits.waiting:
+            self._journal.forget_the_dead()
         if not paths:
             return
         message = (
@@ -275,6 +286,7 @@ class VaultWriter:
         describe: Callable[[list[str]], str] | None = None,
     ) -> Future[None]:
         """Queue a commit, remembering until it lands which files it holds and whose they are."""
+        self._journal.record(paths, message, author)
         future = self.commits.submit(paths, message, record=record, author=author, describe=describe)
         for rel in paths:
             self._pending[rel] = (author, future)
@@ -285,6 +297,7 @@ class VaultWriter:
                     self._pending.pop(rel, None)
 
         future.add_done_callback(landed)
+        future.add_done_callback(lambda _done: self._journal.landed())
         return future
 
     def _settle(self, writes: list[FileWrite], read: dict[str, str], author: Author | None) -> None:
@@ -464,10 +477,13 @@ class VaultWriter:
         A commit that still fails (git locked) raises GitError after the queue has stopped; the
         files are safe on disk and the next start commits them.
         """
+        flushed = False
         try:
             self.commits.flush()
+            flushed = not self.commits.waiting
         finally:
             self.commits.close()
+            self._journal.close(remove=flushed)
             self.catalog.save_cache(unless_saved=True)
             if self._gen_fd is not None:
                 os.close(self._gen_fd)
