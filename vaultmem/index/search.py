@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultmem.errors import IndexError_
-from vaultmem.index.calibration import ScoreCalibration, confidence, lexical_coverage, scaled_scores
+from vaultmem.index.calibration import ScoreCalibration, confidence, passage_coverage, scaled_scores
 from vaultmem.index.embedder import Embedder
 from vaultmem.index.episodes import Episodes
 from vaultmem.index.fusion import (
@@ -247,7 +247,7 @@ class HybridSearcher:
                 similarity = self.mirror.similarities([best.record.id], query_vector, filters).get(
                     best.record.id
                 )
-        coverage = lexical_coverage(query, f"{best.record.title}\n{best.record.text}")
+        coverage = passage_coverage(query, best.record.title, best.record.text)
         sure = confidence(similarity, coverage, self.score_calibration)
         scaled = scaled_scores([h.score for h in hits], sure)
         return [
