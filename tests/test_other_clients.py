@@ -246,6 +246,16 @@ def test_a_batch_over_http_is_answered_message_by_message_in_one_array(daemon: D
     assert "Batched fix." in the_note_saying(vault, "Batched fix.")
     empty = post(daemon, token=daemon.token(), content="[]", headers=session)
     assert empty.status_code == 400 and "batch is empty" in empty.json()["error"]["message"]
+    odd = post(daemon, token=daemon.token(), content=json.dumps([1, BATCH[0], "x"]), headers=session)
+    assert odd.status_code == 200, odd.text  # the ping ran; the two members that are no message say so
+    first, pong, last = odd.json()
+    assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    for bad, at in ((first, 0), (last, 2)):
+        assert bad["id"] is None and bad["error"]["code"] == -32600, bad
+        assert bad["error"]["message"].startswith(f"batch member {at} is not a JSON-RPC message"), bad
+        assert len(bad["error"]["message"]) < 200  # not pydantic's dump
+    only_bad = post(daemon, token=daemon.token(), content="[1, 2]", headers=session)
+    assert only_bad.status_code == 400 and len(only_bad.json()) == 2
     unknown = {**session, "mcp-session-id": "x"}
     gone = post(daemon, token=daemon.token(), content=json.dumps(BATCH[:1]), headers=unknown)
     assert gone.status_code == 404  # refused alike, as one message would be

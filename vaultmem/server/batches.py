@@ -68,7 +68,13 @@ class Unbatched:
         if not messages:
             await _answer(send, 400, [], {"jsonrpc": "2.0", "id": None, "error": _EMPTY_BATCH})
             return
-        answers = [await self._one(scope, receive, m) for m in messages]
+        answers = [
+            await self._one(scope, receive, m) if isinstance(m, dict) else _not_a_message(i, m)
+            for i, m in enumerate(messages)
+        ]
+        if not any(isinstance(m, dict) for m in messages):  # JSON-RPC: an error for each of them
+            await _answer(send, 400, [], [reply for _, _, reply in answers])
+            return
         statuses = {status for status, _, _ in answers}
         if len(statuses) == 1 and min(statuses) >= 400:
             # Refused alike (no such session, a header the SDK refuses): none of them ran.
@@ -104,6 +110,16 @@ class Unbatched:
         except ValueError:
             reply = None
         return status, raw_headers, reply
+
+
+def _not_a_message(at: int, member: Any) -> tuple[int, list[Any], Any]:
+    """The answer to a batch member that is no JSON object (``[1, {...}]``), in the batch's answer
+    array as JSON-RPC has it (an invalid request, id null), not sent to the server: alone, the SDK
+    answered such a member with pydantic's whole validation dump."""
+    shown = json.dumps(member, ensure_ascii=False)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    message = f"batch member {at} is not a JSON-RPC message (a JSON object with jsonrpc, method): got {shown}"
+    return 400, [], {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
 
 
 async def _answer(send: Send, status: int, headers: list[Any], body: Any) -> None:
