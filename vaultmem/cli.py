@@ -14,6 +14,7 @@ import getpass
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -96,7 +97,8 @@ def _ensure_token(vault: Path) -> None:
 
     path = token_path(vault)
     _, new = ensure_token(path)
-    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    shown = f"vaultmem --vault {shlex.quote(str(vault))} token"  # not the default vault's
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `{shown}`)")
 
 
 def cmd_sync(args: argparse.Namespace) -> int:

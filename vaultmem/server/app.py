@@ -120,11 +120,13 @@ class HostOriginGuard:
 
 
 def missing_token_message(vault: Path) -> str:
-    """What a request without a valid token is told: how to get one (never a token itself)."""
+    """What a request without a valid token is told: how to get one (never a token itself). Both
+    commands name the vault: without ``--vault`` they act on the default one, whose tokens this
+    daemon does not accept."""
+    command = f"vaultmem --vault {shlex.quote(str(vault))} token"
     return (
         "missing or invalid bearer token: send the header `Authorization: Bearer <token>`; print "
-        f"this vault's default token with `vaultmem --vault {shlex.quote(str(vault))} token` "
-        "(or make one per agent with `vaultmem token add NAME`)"
+        f"this vault's default token with `{command}` (or make one per agent with `{command} add NAME`)"
     )
 
 
