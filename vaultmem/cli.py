@@ -14,7 +14,6 @@ import getpass
 import json
 import logging
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -93,12 +92,11 @@ def cmd_clone(args: argparse.Namespace) -> int:
 
 
 def _ensure_token(vault: Path) -> None:
-    from vaultmem.server.token import ensure_token, token_path
+    from vaultmem.server.token import ensure_token, token_command, token_path
 
     path = token_path(vault)
     _, new = ensure_token(path)
-    shown = f"vaultmem --vault {shlex.quote(str(vault))} token"  # not the default vault's
-    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `{shown}`)")
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `{token_command(vault)}`)")
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
