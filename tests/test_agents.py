@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import shlex
 import stat
 import subprocess
 import sys
@@ -351,3 +352,17 @@ def test_token_list_tells_tokens_apart_by_a_fingerprint_that_reveals_none_of_the
         "default",
         "claude",
     ]
+
+
+def test_the_command_init_names_to_print_the_token_prints_this_vaults(tmp_path: Path) -> None:
+    """``vaultmem init`` of a vault that is not the default one said "print it with `vaultmem
+    token`", which, run as written, made a new token for ``~/vaultmem-vault`` instead."""
+    vault, config = tmp_path / "Jo's vault été", tmp_path / "config"
+    env = stdio_env(XDG_CONFIG_HOME=str(config), HOME=str(tmp_path / "home"))
+    said = cli("init", str(vault), env=env)
+    command = said.split("(print it with `vaultmem ", 1)[1].split("`", 1)[0]
+    argv = [VAULTMEM, *shlex.split(command)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "no token yet" not in done.stderr, done.stderr
+    stored = config / "vaultmem" / "tokens" / token_path(vault).name
+    assert done.stdout.strip() == stored.read_text(encoding="utf-8").strip()

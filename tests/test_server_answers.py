@@ -76,6 +76,29 @@ def test_a_request_without_a_token_is_told_the_command_that_prints_this_vaults_t
     assert send(daemon, INITIALIZE, token=done.stdout.strip()).status_code == 200
 
 
+def test_the_command_a_401_names_for_an_agents_own_token_makes_one_this_daemon_accepts(
+    vault: Path, config_home: Path, tmp_path: Path
+) -> None:
+    """The 401's second command, run as written in a shell (the daemon's vault, at a path with a
+    space, a quote and an accent, is not the default one and ``$VAULTMEM_VAULT`` is unset): it made
+    a token for ``~/vaultmem-vault`` that this daemon refused."""
+    odd = tmp_path / "Jo's vault \u00e9t\u00e9"
+    vault.rename(odd)
+    with running_daemon(odd, token_path(odd)) as daemon:
+        message = send(daemon, INITIALIZE).json()["error"]
+        command = message.split("`vaultmem ", 2)[2].split("`", 1)[0]
+        assert command == f"--vault {shlex.quote(str(odd))} token add NAME", message
+        done = subprocess.run(
+            [VAULTMEM, *shlex.split(command.replace("NAME", "cursor"))],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=stdio_env(XDG_CONFIG_HOME=str(config_home), HOME=str(tmp_path / "home")),
+        )
+        assert done.returncode == 0, done.stderr
+        assert send(daemon, INITIALIZE, token=done.stdout.strip()).status_code == 200
+
+
 def open_session(daemon: Daemon, token: str) -> str:
     response = send(daemon, INITIALIZE, token=token)
     assert response.status_code == 200

@@ -92,11 +92,11 @@ def cmd_clone(args: argparse.Namespace) -> int:
 
 
 def _ensure_token(vault: Path) -> None:
-    from vaultmem.server.token import ensure_token, token_path
+    from vaultmem.server.token import ensure_token, token_command, token_path
 
     path = token_path(vault)
     _, new = ensure_token(path)
-    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `vaultmem token`)")
+    print(f"{'token written to' if new else 'token kept in'} {path} (print it with `{token_command(vault)}`)")
 
 
 def cmd_sync(args: argparse.Namespace) -> int:

@@ -63,3 +63,37 @@ def test_a_write_pending_at_a_kill_9_is_committed_at_the_next_start_as_the_agent
     assert subject.startswith("memory_append:") and "record changes found at start" not in message
     assert f"id: {second['id']}" in body and f"path: {rel2}" in body
     assert_git_clean_and_sound(vault)
+
+
+def test_a_pending_write_the_person_edited_before_the_next_start_is_not_committed_as_the_agents_alone(
+    vault: Path, tmp_path: Path
+) -> None:
+    """The journal names the bytes each write left: a file the person changed after the kill (in
+    Obsidian, before vaultmem ran again) holds their words too, and is committed as a change found
+    at start, not under the agent's name and the tool's message; the one left as written still is."""
+    config = tmp_path / "config"
+    served = ServeProcess(vault, config)
+    try:
+        append(served, "The boiler is serviced every October by the same engineer.")
+        wait_for(lambda: git(vault, "status", "--porcelain") == "")
+        lock = vault / ".git" / "index.lock"
+        handle = lock.open("x", encoding="utf-8")
+        try:
+            ids = [append(served, text)["id"] for text in ("Softener: salt.", "Gutters: November.")]
+            served.kill()
+            edited, kept = (notes_by_id(vault)[i][0] for i in ids)
+        finally:
+            handle.close()
+            os.unlink(lock)
+        with (vault / edited).open("a", encoding="utf-8") as f:
+            f.write("\nMy own line: the blue bag, not the white one.\n")
+        served = ServeProcess(vault, config)
+        served.stop()
+    finally:
+        served.kill()
+    assert git(vault, "status", "--porcelain") == ""
+    message = last_commit(vault, edited)[2]
+    assert not message.startswith("memory_append:") and "record changes found at start" in message, message
+    assert "My own line" in git(vault, "show", f"HEAD:{edited}")
+    assert last_commit(vault, kept)[2].startswith("memory_append:")
+    assert_git_clean_and_sound(vault)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from vaultmem.server.asgi import replaying
 from vaultmem.server.batches import Unbatched
 from vaultmem.server.sessions import SDK_CAP_FACTOR, SessionBudget
 from vaultmem.server.surrogates import replace_lone_surrogates
-from vaultmem.server.token import TokenFile
+from vaultmem.server.token import TokenFile, token_command
 from vaultmem.server.versions import ProtocolVersions
 
 MCP_PATH = "/mcp"
@@ -120,11 +119,13 @@ class HostOriginGuard:
 
 
 def missing_token_message(vault: Path) -> str:
-    """What a request without a valid token is told: how to get one (never a token itself)."""
+    """What a request without a valid token is told: how to get one (never a token itself). Both
+    commands name the vault: without ``--vault`` they act on the default one, whose tokens this
+    daemon does not accept."""
+    command = token_command(vault)
     return (
         "missing or invalid bearer token: send the header `Authorization: Bearer <token>`; print "
-        f"this vault's default token with `vaultmem --vault {shlex.quote(str(vault))} token` "
-        "(or make one per agent with `vaultmem token add NAME`)"
+        f"this vault's default token with `{command}` (or make one per agent with `{command} add NAME`)"
     )
 
 

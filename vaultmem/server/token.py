@@ -30,6 +30,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,12 @@ def token_path(vault: Path) -> Path:
         return Path(override).expanduser().resolve()
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(config_home).expanduser() / "vaultmem" / "tokens" / token_file_name(vault)
+
+
+def token_command(vault: Path) -> str:
+    """The command that prints the default token of ``vault`` (``add NAME`` after it makes an
+    agent's): it names the vault, since without ``--vault`` it acts on the default one."""
+    return f"vaultmem --vault {shlex.quote(str(vault))} token"
 
 
 def token_file_name(vault: Path) -> str:

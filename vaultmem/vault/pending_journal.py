@@ -10,7 +10,10 @@ journal is emptied whenever no commit of the process is outstanding, and removed
 
 At start, the journals of processes no longer running (and one of this process's own id, a
 previous life of the same process number) say whose each pending file is: the last record naming a
-path wins, as its file holds that write. The records of a running process are read too (its file
+path wins, as its file holds that write, unless the file's bytes are no longer those the write
+left (each record keeps their sha256): the person changed it after the kill and before the start
+(in Obsidian, say), so it holds their words too and is committed as a change found at start, not
+under the agent's name alone. The records of a running process are read too (its file
 is committed now either way) but left in place. The journal is a hint, not durable state: it is
 never fsynced, so after a power cut a write may be committed under vaultmem's generic message, as
 it always was; it never decides *whether* a file is committed, only how the commit is worded.
@@ -23,7 +26,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +44,8 @@ class Recorded:
     paths: list[str]
     message: str
     author: Author | None
+    #: The sha256 of the bytes the write left in each of its files (none recorded: not checked).
+    hashes: Mapping[str, str] | None = None
 
 
 class PendingJournal:
@@ -54,15 +59,23 @@ class PendingJournal:
         self._outstanding = 0
         self._broken = False  # could not be written (a read-only git directory): commits go on
 
-    def record(self, paths: Sequence[str], message: str, author: Author | None) -> None:
-        """Note a commit about to be queued; :meth:`landed` once it has been made (or failed)."""
-        line = json.dumps(
-            {
-                "paths": list(paths),
-                "message": message,
-                "author": [author.name, author.email] if author else None,
-            }
-        )
+    def record(
+        self,
+        paths: Sequence[str],
+        message: str,
+        author: Author | None,
+        hashes: Mapping[str, str] | None = None,
+    ) -> None:
+        """Note a commit about to be queued, with the sha256 of what the write left in each file
+        (``hashes``, when known); :meth:`landed` once it has been made (or failed)."""
+        row: dict[str, object] = {
+            "paths": list(paths),
+            "message": message,
+            "author": [author.name, author.email] if author else None,
+        }
+        if hashes:
+            row["sha256"] = dict(hashes)
+        line = json.dumps(row)
         with self._lock:
             self._outstanding += 1
             if self._broken:
@@ -100,9 +113,12 @@ class PendingJournal:
                     self.file.unlink()
 
     # -- at start --------------------------------------------------------------------------------
-    def found(self, pending: Sequence[str]) -> tuple[list[Recorded], list[str]]:
-        """The recorded commits of the ``pending`` paths (each path in the last record naming it),
-        in the order recorded, and the pending paths no record names."""
+    def found(
+        self, pending: Sequence[str], hash_now: Callable[[str], str | None]
+    ) -> tuple[list[Recorded], list[str]]:
+        """The recorded commits of the ``pending`` paths (each path in the last record naming it,
+        if its bytes, ``hash_now(path)``, are still those the record names), in the order recorded,
+        and the pending paths no record names or whose file changed since."""
         wanted = set(pending)
         owner: dict[str, int] = {}
         records: list[Recorded] = []
@@ -112,6 +128,10 @@ class PendingJournal:
                     if rel in wanted:
                         owner[rel] = len(records)
                 records.append(rec)
+        for rel, i in list(owner.items()):
+            written = (records[i].hashes or {}).get(rel)
+            if written is not None and hash_now(rel) != written:
+                del owner[rel]  # edited since the write: not the agent's bytes alone
         kept: list[Recorded] = []
         for i, rec in enumerate(records):
             mine = [p for p in dict.fromkeys(rec.paths) if owner.get(p) == i]
@@ -171,7 +191,8 @@ def _read(journal: Path) -> list[Recorded]:
             who = row["author"]
             author = Author(str(who[0]), str(who[1])) if who else None
             paths = [str(p) for p in row["paths"]]
-            out.append(Recorded(paths, str(row["message"]), author))
-        except (ValueError, TypeError, KeyError, IndexError):
+            hashes = {str(k): str(v) for k, v in (row.get("sha256") or {}).items()}
+            out.append(Recorded(paths, str(row["message"]), author, hashes or None))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             continue
     return out

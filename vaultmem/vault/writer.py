@@ -165,7 +165,7 @@ class VaultWriter:
         if theirs:
             self._commit_persons_at_start(theirs)
             paths = [p for p in paths if self.layout.writable(p)]
-        recorded, paths = self._journal.found(paths)
+        recorded, paths = self._journal.found(paths, lambda rel: file_hash(self.layout.root / rel))
         if recorded:  # an agent's write (or a hand edit) queued, not yet committed: its own words
             self.commits.commit_now([(r.paths, r.message, r.author) for r in recorded])
             log.info("committed %d recorded write(s) found at start", len(recorded))
@@ -257,8 +257,9 @@ class VaultWriter:
                         words = subject(plan.result) if subject is not None else None
                         text = batch_message(tool, summary, notes, plan, side, words)
                     text += _who_line(who)
-                    future = self._submit([*(n.path for n in notes), *side], text, author)
-                    self._installed.update((s.rel, hashlib.sha256(s.data).hexdigest()) for s in staged)
+                    left = {s.rel: hashlib.sha256(s.data).hexdigest() for s in staged}
+                    future = self._submit([*(n.path for n in notes), *side], text, author, hashes=left)
+                    self._installed.update(left)
             except BaseException:
                 for s in staged:
                     s.discard()
@@ -284,9 +285,11 @@ class VaultWriter:
         author: Author | None,
         record: bool = True,
         describe: Callable[[list[str]], str] | None = None,
+        hashes: dict[str, str] | None = None,
     ) -> Future[None]:
-        """Queue a commit, remembering until it lands which files it holds and whose they are."""
-        self._journal.record(paths, message, author)
+        """Queue a commit, remembering until it lands which files it holds and whose they are (and
+        ``hashes``, the sha256 of what the write left in each, in the journal)."""
+        self._journal.record(paths, message, author, hashes)
         future = self.commits.submit(paths, message, record=record, author=author, describe=describe)
         for rel in paths:
             self._pending[rel] = (author, future)
