@@ -76,9 +76,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"{('adopted' if home else 'created') if created else 'already a vault:'} {root}")
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
-    from vaultmem.operations.doctor import big_file_lines
-
-    for line in big_file_lines(Settings.resolve(root)):  # never committed, or committed though big
+    for line in Memory.big_file_lines(root):  # files never committed, notes committed though big
         print(line)
     _ensure_token(root)
     return 0

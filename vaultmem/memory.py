@@ -399,13 +399,8 @@ class Memory:
         """``create``: a project folder with its ``project.yaml``."""
         return self._projects.create(name, local_path, description)
 
-    def update_project(
-        self,
-        project_id: str | None,
-        name: str | None = None,
-        local_path: str | None = None,
-        description: str | None = None,
-    ) -> Answer:
+    def update_project(self, project_id: str | None, name: str | None = None, local_path: str | None = None,
+                       description: str | None = None) -> Answer:  # fmt: skip
         """``update``: a project's name (written into its thoughts too), path or description."""
         return self._projects.update(project_id, name, local_path, description)
 
@@ -598,3 +593,8 @@ class Memory:
     def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
         """``vaultmem init``: make ``path`` a vault, or adopt it in place (:func:`init_vault`)."""
         return init_vault(path, git_dir, folder, size_limit=Settings.resolve(path).size_limit)
+
+    @staticmethod
+    def big_file_lines(path: Path) -> list[str]:
+        """What ``vaultmem init`` says of the vault's files above ``max_commit_file_mb``."""
+        return doctor.big_file_lines(Settings.resolve(path))

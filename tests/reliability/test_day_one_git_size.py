@@ -159,3 +159,22 @@ def test_the_watcher_commits_a_pasted_image_but_not_a_video_dropped_beside_it(tm
         assert server.stop() == 0
     assert "attachments/clip.mov" not in git(vault, "ls-files")
     assert (vault / "attachments/clip.mov").stat().st_size == 30 * MIB  # the person's file, as it was
+
+
+def test_loose_versions_of_a_churning_file_are_packed_once_they_pass_the_threshold(tmp_path: Path) -> None:
+    # git's own gc --auto counts loose objects (6,700), not bytes: a few big versions of a plugin's
+    # data stayed loose, each whole. After a commit of hidden folders they are packed past 32 MiB.
+    from vaultmem.vault.hidden_commits import pack_loose_objects
+    from vaultmem.vault.history import GitRepo
+
+    repo = GitRepo.init(tmp_path / "v")
+    for version in range(4):
+        (tmp_path / "v/data.json").write_bytes(plugin_data(version))
+        repo.commit_paths(["data.json"], f"v{version}")
+    loose = git(tmp_path / "v", "count-objects", "-v")
+    assert "size: 0" not in loose
+    assert not pack_loose_objects(repo, threshold=64 * MIB)  # below it: nothing runs
+    assert pack_loose_objects(repo, threshold=1024)
+    counted = dict(line.split(": ") for line in git(tmp_path / "v", "count-objects", "-v").splitlines())
+    assert counted["count"] == "0" and counted["packs"] == "1"
+    assert git(tmp_path / "v", "show", "HEAD:data.json").encode() == plugin_data(3)
