@@ -9,6 +9,8 @@ read it.
 
 from __future__ import annotations
 
+import getpass
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -76,3 +78,11 @@ def record_redactions(findings: list[dict[str, object]]) -> None:
 def redactions() -> list[dict[str, object]]:
     """What the writes of the current call redacted (``[{kind, field, line}]``), oldest first."""
     return list(_redacted.get() or ())
+
+
+def os_user() -> str:
+    """The name of the user running this process (a CLI command's commits carry it)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return f"uid-{os.getuid()}"

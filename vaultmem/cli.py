@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import getpass
 import json
 import logging
 import os
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.caller import Caller, acting_as, redactions
+from vaultmem.caller import Caller, acting_as, os_user, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import GitLocked, VaultmemError
 
@@ -77,6 +76,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"{('adopted' if home else 'created') if created else 'already a vault:'} {root}")
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
+    for line in Memory.big_file_lines(root):  # files never committed, notes committed though big
+        print(line)
     _ensure_token(root)
     return 0
 
@@ -388,6 +389,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ("in the index but not the vault (run `vaultmem reindex`)", report.index_extra),
         ("uncommitted changes (the daemon commits them; or run git yourself)", report.uncommitted),
         ("changed in .obsidian/ or another hidden folder (committed at start)", report.committed_at_start),
+        *report.size_sections(),
         ("git locks", [_git_lock_line(lock) for lock in report.git_locks]),
         (
             "what looks like a secret, in a note edited by hand (remove it; git keeps older versions)",
@@ -559,13 +561,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container)
-        return f"uid-{os.getuid()}"
-
-
 #: NumPy's BLAS thread pools, kept to one thread unless the person set them: a search's vector scan
 #: is ~1 ms of one core, and a pool of spinning threads made it 15-30x slower on a busy machine
 #: (docs/benchmarks.md, "BLAS threads"). Set before NumPy is first imported, which no command
@@ -583,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         handler: Handler = args.handler
-        with acting_as(Caller(_os_user(), transport="cli")):  # its commits carry the OS user's name
+        with acting_as(Caller(os_user(), transport="cli")):  # its commits carry the OS user's name
             code = handler(args)
             for found in redactions():
                 print(f"redacted {found['kind']} ({found['field']} line {found['line']})", file=sys.stderr)

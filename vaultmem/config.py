@@ -86,6 +86,13 @@ class Settings:
     commit_quiet_period: float = 2.0
     #: Seconds between full rescans of the vault by the watcher.
     rescan_interval: float = 300.0
+    #: A file above this many MiB that is not a note is never committed by vaultmem (a note is, and
+    #: doctor warns of it): docs/architecture.md, "Big files and hidden folders in git". 0: no limit.
+    max_commit_file_mb: float = 25.0
+    #: Seconds between two commits of what hidden folders hold (``.obsidian/``: Obsidian's settings,
+    #: its plugins' data): a start (any CLI command) commits them only when this long has passed
+    #: since they were last looked at; a daemon looks again at each rescan, and when it stops.
+    hidden_commit_interval: float = 600.0
     #: memory_recall hits after which a thought is promoted to a primer (memory_primers).
     primer_threshold: int = 3
     #: Days without an update after which an active thought shows on memory_status's frontier as stale.
@@ -118,6 +125,11 @@ class Settings:
     sync_remote: str = "origin"
     sync_interval: float = 300.0
     sync_debounce: float = 10.0
+
+    @property
+    def size_limit(self) -> int:
+        """``max_commit_file_mb`` in bytes (0: no limit)."""
+        return int(self.max_commit_file_mb * 2**20) if self.max_commit_file_mb > 0 else 0
 
     @staticmethod
     def resolve(

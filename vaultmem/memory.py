@@ -84,7 +84,7 @@ class Memory:
         layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
         if not layout.root.is_dir():
             raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
-        repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
+        repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout, size_limit=settings.size_limit)
         repo.require_repo()
         catalog = Catalog.of_repo(layout, repo)
         store = NoteStore(layout, durable=settings.durable)
@@ -110,6 +110,7 @@ class Memory:
                 store,
                 lock_timeout=settings.write_lock_timeout,
                 background_commits=background_commits,
+                hidden_commit_interval=settings.hidden_commit_interval,
             )  # the index after the scan, not beside it: docs/benchmarks.md, "Start at 100k" says why
             the_index = open_index(settings, embedder) if index and embedder is not None else None
         except BaseException:  # what the index raised is reported; the writer is closed
@@ -398,13 +399,8 @@ class Memory:
         """``create``: a project folder with its ``project.yaml``."""
         return self._projects.create(name, local_path, description)
 
-    def update_project(
-        self,
-        project_id: str | None,
-        name: str | None = None,
-        local_path: str | None = None,
-        description: str | None = None,
-    ) -> Answer:
+    def update_project(self, project_id: str | None, name: str | None = None, local_path: str | None = None,
+                       description: str | None = None) -> Answer:  # fmt: skip
         """``update``: a project's name (written into its thoughts too), path or description."""
         return self._projects.update(project_id, name, local_path, description)
 
@@ -595,6 +591,10 @@ class Memory:
 
     @staticmethod
     def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
-        """``vaultmem init``: make ``path`` a vault (template, filing contract, git), in a folder of
-        its own (``folder``, default Memory/) when ``path`` already holds notes; (root, created)."""
-        return init_vault(path, git_dir, folder)
+        """``vaultmem init``: make ``path`` a vault, or adopt it in place (:func:`init_vault`)."""
+        return init_vault(path, git_dir, folder, size_limit=Settings.resolve(path).size_limit)
+
+    @staticmethod
+    def big_file_lines(path: Path) -> list[str]:
+        """What ``vaultmem init`` says of the vault's files above ``max_commit_file_mb``."""
+        return doctor.big_file_lines(Settings.resolve(path))

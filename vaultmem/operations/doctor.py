@@ -22,6 +22,7 @@ from vaultmem.vault.history import GitRepo
 from vaultmem.vault.layout import VaultLayout, is_committed_at_start, is_conflict_copy, is_never_committed
 from vaultmem.vault.note_files import MAX_NOTE_BYTES
 from vaultmem.vault.reading import file_hash, shown
+from vaultmem.vault.sizes import BigFile, size_above
 
 if TYPE_CHECKING:
     from vaultmem.index.note_index import NoteIndex
@@ -98,6 +99,13 @@ class DoctorReport:
     #: Changes in hidden folders (``.obsidian/``: Obsidian's settings, its plugins' data) that
     #: vaultmem commits when it next starts, never as they happen. Listed, not counted against ``ok``.
     committed_at_start: list[str] = field(default_factory=list)
+    #: Files above ``max_commit_file_mb`` that are not notes (a video, a disk image): vaultmem never
+    #: commits them, so they reach no other machine through git; listed with their size, counted
+    #: against ``ok`` until the person adds them to ``.gitignore`` or raises the limit.
+    too_big_to_commit: list[str] = field(default_factory=list)
+    #: The notes above that limit: committed all the same, each change adding up to its size to
+    #: ``.git``. A warning, not counted against ``ok``.
+    big_notes: list[str] = field(default_factory=list)
     #: What the person's git is in the middle of (a rebase, a detached HEAD...), when it is: vaultmem
     #: commits nothing meanwhile (``GitRepo.operation_in_progress``).
     git_operation: str | None = None
@@ -121,9 +129,25 @@ class DoctorReport:
             or self.dangling_links
             or self.index_missing or self.index_stale or self.index_extra or self.index_needs_rebuild
             or self.index_unreadable
-            or self.uncommitted or self.git_operation or self.stale_git_locks or self.secrets
+            or self.uncommitted or self.too_big_to_commit or self.git_operation or self.stale_git_locks
+            or self.secrets
             or (self.layout is not None and len(self.layout["claimed_by"]) > 1)
         )  # fmt: skip
+
+    def size_sections(self) -> list[tuple[str, list[str]]]:
+        """The doctor's sections on files above ``max_commit_file_mb`` (titled with what to do)."""
+        return [
+            (
+                "too big for git, so not committed by vaultmem (add them to .gitignore, or raise "
+                "max_commit_file_mb in vaultmem.yaml)",
+                self.too_big_to_commit,
+            ),
+            (
+                "warning: notes above max_commit_file_mb, committed all the same (every note is): each "
+                "change adds up to its size to .git; split them, or add a tool's log to .gitignore",
+                self.big_notes,
+            ),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, **asdict(self)}
@@ -215,6 +239,9 @@ def diagnose(
         facts.save()
     # (not an editor's lock, autosave or backup file, nor the trash: vaultmem never commits those)
     pending = [p for p in repo.pending_changes() if not is_never_committed(p)]
+    left_out, notes = big_files(layout, repo.size_limit, pending)
+    report.too_big_to_commit, report.big_notes = [str(b) for b in left_out], [str(b) for b in notes]
+    pending = [p for p in pending if p not in {b.path for b in left_out}]
     report.uncommitted = sorted({shown(p) for p in pending if not is_committed_at_start(p)})
     report.committed_at_start = sorted({shown(p) for p in pending if is_committed_at_start(p)})
     report.git_operation = repo.operation_in_progress()
@@ -229,7 +256,7 @@ def diagnose_vault(
 ) -> DoctorReport:
     """:func:`diagnose` the vault ``settings`` name, opening its index only if one exists."""
     layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
-    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout, size_limit=settings.size_limit)
     if not layout.root.is_dir() or not repo.is_repo():
         raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
     catalog = Catalog.of_repo(layout, repo)
@@ -250,6 +277,37 @@ def diagnose_vault(
     finally:
         if index is not None:
             index.close()
+
+
+def big_files(layout: VaultLayout, limit: int, pending: list[str]) -> tuple[list[BigFile], list[BigFile]]:
+    """Of the changes git sees (``pending``), the files vaultmem leaves out of git for their size
+    (above ``limit`` bytes, not notes), and the notes above it (committed all the same)."""
+    if limit <= 0:
+        return [], []
+    left_out = [
+        BigFile(rel, size)
+        for rel in sorted(pending)
+        if not rel.endswith(".md") and (size := size_above(layout.root / rel, limit)) is not None
+    ]
+    notes = [BigFile(rel, st.st_size) for rel, st in layout.iter_note_paths() if st.st_size > limit]
+    return left_out, notes
+
+
+def big_file_lines(settings: Settings) -> list[str]:
+    """What ``vaultmem init`` says of the vault's files above ``max_commit_file_mb`` (:func:`big_files`):
+    each file it did not commit, with what to do, and each note it committed though big."""
+    layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
+    repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout)
+    pending = [p for p in repo.pending_changes() if not is_never_committed(p)]
+    left_out, notes = big_files(layout, settings.size_limit, pending)
+    config = layout.root / layout.home / CONFIG_FILE
+    return [
+        *(f"not committed: {b} is above max_commit_file_mb ({settings.max_commit_file_mb:g} MiB): add it "
+          f"to .gitignore, or raise max_commit_file_mb in {config}" for b in left_out),
+        *(f"warning: the note {b} is above max_commit_file_mb ({settings.max_commit_file_mb:g} MiB): "
+          "committed all the same, as every note is; each change of it adds up to its size to .git"
+          for b in notes),
+    ]  # fmt: skip
 
 
 def explain_layout(layout: VaultLayout, entries: list[Entry]) -> Layout:

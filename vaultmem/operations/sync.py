@@ -27,6 +27,7 @@ from vaultmem.notes.model import iso
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import Row
 from vaultmem.vault.commits import hand_edit_describe, hand_edit_message
+from vaultmem.vault.hidden_commits import in_hidden_folder, pack_loose_objects
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.remote import ChangedPath, SyncReport, VaultSync, clone_vault
 from vaultmem.vault.statefile import read_state, write_state
@@ -103,6 +104,8 @@ class Syncing:
             return hand_edit_describe(repo, changed, deleted)
 
         committed = paths and repo.commit_paths(paths, message, repo.person(), describe)
+        if committed and any(in_hidden_folder(p) for p in paths):  # a plugin's data.json, each round
+            pack_loose_objects(repo)
         return paths if committed else []  # theirs
 
     def _read_merged(self, changed: list[ChangedPath]) -> None:

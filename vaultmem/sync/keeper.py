@@ -144,6 +144,7 @@ class IndexKeeper:
         return self.layout.is_side_file(rel) or is_vault_file(rel)
 
     def _rescan(self) -> list[str]:
+        self.writer.commit_hidden_folders()  # the daemon's clock for Obsidian's settings
         report = self.reconcile()
         self.index.wait_for_writes()  # the reconcile's own writes: did they land?
         with self._retry_lock:
@@ -193,6 +194,7 @@ class IndexKeeper:
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
+            self.writer.commit_hidden_folders(now=True)  # a daemon's stop: the settings changed since
 
 
 def rebuild_index(

@@ -16,7 +16,6 @@ import getpass
 import logging
 import os
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from vaultmem.errors import GitBusy, GitError, GitLocked, VaultError
 from vaultmem.vault.gitlock import GitLock, find_locks, inspect, lock_named_in
+from vaultmem.vault.sizes import is_committable, leave_out_big
 
 log = logging.getLogger(__name__)
 AUTHOR_NAME = "vaultmem"
@@ -115,9 +115,11 @@ class BlameLine:
 class GitRepo:
     """The vault's repository, in the vault (``.git``) or in a separate git directory."""
 
-    def __init__(self, work_tree: Path, lock_timeout: float = 5.0) -> None:
+    def __init__(self, work_tree: Path, lock_timeout: float = 5.0, size_limit: int = 0) -> None:
         self.work_tree = work_tree
         self.lock_timeout = lock_timeout
+        #: A file above this many bytes that is not a note is never committed (0: no limit).
+        self.size_limit = size_limit
         self._env = _git_env()
         self._git_dir: Path | None = None
 
@@ -347,7 +349,10 @@ class GitRepo:
         unmerged = self._unmerged()
         unique = [p for p in unique if p not in unmerged]
         in_index, staged_gone = self._tracked(unique)
-        unique = [p for p in unique if p in in_index or p in staged_gone or _committable(self.work_tree / p)]
+        unique = [
+            p for p in unique if p in in_index or p in staged_gone or is_committable(self.work_tree / p)
+        ]
+        unique = leave_out_big(self.work_tree, unique, self.size_limit)  # (vault/sizes.py says why)
         if not unique:
             return False
         to_add = [p for p in unique if p not in staged_gone]
@@ -445,7 +450,7 @@ class GitRepo:
     def _tracked(self, paths: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
         """Of ``paths`` gone from disk: those in git's index, and those whose deletion is staged
         already (in HEAD, not in the index)."""
-        missing = [p for p in paths if not _committable(self.work_tree / p)]
+        missing = [p for p in paths if not is_committable(self.work_tree / p)]
         if not missing:
             return frozenset(), frozenset()
         out = self.git("ls-files", "-z", "--", *missing, errors="surrogateescape")
@@ -577,15 +582,6 @@ class GitRepo:
                 key, _, value = line.partition(" ")
                 info[sha][key] = value
         return lines
-
-
-def _committable(path: Path) -> bool:
-    """True for what git can record at ``path``: a file or a symlink (not a pipe, not a socket)."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return False
-    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 def _run(args: list[str], cwd: Path | None, env: dict[str, str]) -> str:

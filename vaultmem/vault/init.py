@@ -46,13 +46,16 @@ _MARKER_TEXT = """\
 """
 
 
-def init_vault(root: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
+def init_vault(
+    root: Path, git_dir: Path | None = None, folder: str | None = None, *, size_limit: int = 0
+) -> tuple[Path, bool]:
     """Create (or complete) a vault at ``root``; return its path and whether anything was created.
 
     ``folder`` names vaultmem's own folder when the vault is adopted in place (default
     ``Memory``); giving it also adopts an empty folder that way. A vault vaultmem already knows
     is completed in its own layout (template files only added where missing). ``git_dir`` keeps
-    a new repository outside the vault, which is what a Dropbox or Google Drive vault needs.
+    a new repository outside the vault, which is what a Dropbox or Google Drive vault needs. A file
+    above ``size_limit`` bytes that is not a note is left out of the commits (:mod:`vaultmem.vault.sizes`).
     """
     root = root.expanduser().resolve()
     if root.exists() and not root.is_dir():
@@ -64,7 +67,7 @@ def init_vault(root: Path, git_dir: Path | None = None, folder: str | None = Non
         home = _new_home(root, folder or DEFAULT_HOME)
     else:
         home = ""
-    repo = GitRepo(root)
+    repo = GitRepo(root, size_limit=size_limit)
     had_repo = root.is_dir() and repo.is_repo()
     root.mkdir(parents=True, exist_ok=True)
     if not had_repo:

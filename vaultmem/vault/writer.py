@@ -36,6 +36,7 @@ from vaultmem.vault.commits import (
     hand_edit_message,
     names_in_subject,
 )
+from vaultmem.vault.hidden_commits import HiddenFolderClock, in_hidden_folder, pack_loose_objects
 from vaultmem.vault.history import Author, GitRepo
 from vaultmem.vault.layout import VaultLayout, is_never_committed
 from vaultmem.vault.locks import CommitGate, ProcessLock
@@ -93,6 +94,7 @@ class VaultWriter:
         *,
         lock_timeout: float,
         background_commits: bool = True,
+        hidden_commit_interval: float = 0.0,
     ) -> None:
         self.layout = layout
         self.repo = repo
@@ -129,6 +131,8 @@ class VaultWriter:
         self._generation_file = repo.git_dir / WRITE_GENERATION  # beside the lock it is read under
         self._generation = ""
         self._gen_fd: int | None = None
+        #: What hidden folders hold (``.obsidian/``) is committed at most this often (hidden_commits.py).
+        self._hidden = HiddenFolderClock(layout.state_dir, hidden_commit_interval)
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         with self._process_lock, self._lock:
             repo.sweep_pathspec_files()
@@ -156,9 +160,20 @@ class VaultWriter:
         (``pending``: what ``git status`` lists).
 
         A git lock that a running process holds does not stop the start: the commit waits in the
-        queue and lands once git is free (a stale lock is removed by the attempt itself).
+        queue and lands once git is free (a stale lock is removed by the attempt itself). What
+        hidden folders hold is committed only when it is due (:meth:`commit_hidden_folders`).
         """
         paths = [p for p in pending if not is_never_committed(p)]
+        hidden = self._hidden.due()
+        if hidden:
+            self._hidden.looked()
+        else:
+            paths = [p for p in paths if not in_hidden_folder(p)]
+        self._commit_found(paths)
+        if hidden and any(in_hidden_folder(p) for p in paths):
+            pack_loose_objects(self.repo)
+
+    def _commit_found(self, paths: list[str]) -> None:
         # Outside vaultmem's folder (an adopted vault) only the person writes: their edits made while
         # vaultmem was stopped are theirs, as the watcher commits them while it runs.
         theirs = [p for p in paths if not self.layout.writable(p)]
@@ -183,6 +198,25 @@ class VaultWriter:
         except GitError as exc:  # a held lock, or what git refuses: never a reason not to start
             log.warning("%s; vaultmem serves meanwhile and commits the changes found at start later", exc)
             self.commits.defer(paths, message)
+
+    def commit_hidden_folders(self, *, now: bool = False) -> None:
+        """Queue the commit of what changed in hidden folders (Obsidian's settings, its plugins'
+        data, as the person's) when ``hidden_commit_interval`` has passed since they were last
+        looked at, or ``now``: a daemon calls it at each rescan and when it stops, so a change
+        reaches git within the interval and a rescan (``docs/architecture.md``, "Big files and
+        hidden folders in git")."""
+        if not (now or self._hidden.due()):
+            return
+        self._hidden.looked()
+        try:
+            changed = [
+                p for p in self.repo.pending_changes() if in_hidden_folder(p) and not is_never_committed(p)
+            ]
+        except GitError as exc:  # looked at again at the next rescan, or the next start
+            log.warning("could not list the changes in hidden folders: %s", exc)
+            return
+        if changed:
+            self._commit_hand_edits(changed).add_done_callback(lambda _done: pack_loose_objects(self.repo))
 
     def _commit_persons_at_start(self, paths: list[str]) -> None:
         try:
