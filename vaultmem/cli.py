@@ -68,7 +68,7 @@ def _open(args: argparse.Namespace, *, index: bool = False) -> Iterator[Memory]:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from vaultmem.memory import Memory
+    from vaultmem.memory import Memory, big_file_lines
 
     target = Path(args.path or args.vault or Settings.resolve().vault)
     root, created = Memory.init(target, Path(args.git_dir) if args.git_dir else None, args.folder)
@@ -76,7 +76,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"{('adopted' if home else 'created') if created else 'already a vault:'} {root}")
     if home:
         print(f"vaultmem keeps its files in {root / home}; your notes elsewhere are indexed, never changed")
-    for line in Memory.big_file_lines(root):  # files never committed, notes committed though big
+    for line in big_file_lines(Settings.resolve(root)):  # files never committed, notes committed though big
         print(line)
     _ensure_token(root)
     return 0

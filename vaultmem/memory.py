@@ -29,7 +29,7 @@ from vaultmem.notes.model import Note, utc_now
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
 from vaultmem.operations.crystallize import Crystallize
-from vaultmem.operations.doctor import DoctorReport, GitLockInfo
+from vaultmem.operations.doctor import DoctorReport, GitLockInfo, big_file_lines
 from vaultmem.operations.edge_review import EdgeReview
 from vaultmem.operations.edges import Edges
 from vaultmem.operations.history import Blame, History
@@ -62,7 +62,7 @@ __all__ = [
     "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
     "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NeighbourPage", "NewThought", "Note",
     "Payload", "Progress", "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult",
-    "SearchSpec", "SyncReport", "Thought", "WithColumns", "clone_vault", "init_vault",
+    "SearchSpec", "SyncReport", "Thought", "WithColumns", "big_file_lines", "clone_vault", "init_vault",
 ]  # fmt: skip
 
 
@@ -399,8 +399,13 @@ class Memory:
         """``create``: a project folder with its ``project.yaml``."""
         return self._projects.create(name, local_path, description)
 
-    def update_project(self, project_id: str | None, name: str | None = None, local_path: str | None = None,
-                       description: str | None = None) -> Answer:  # fmt: skip
+    def update_project(
+        self,
+        project_id: str | None,
+        name: str | None = None,
+        local_path: str | None = None,
+        description: str | None = None,
+    ) -> Answer:
         """``update``: a project's name (written into its thoughts too), path or description."""
         return self._projects.update(project_id, name, local_path, description)
 
@@ -593,8 +598,3 @@ class Memory:
     def init(path: Path, git_dir: Path | None = None, folder: str | None = None) -> tuple[Path, bool]:
         """``vaultmem init``: make ``path`` a vault, or adopt it in place (:func:`init_vault`)."""
         return init_vault(path, git_dir, folder, size_limit=Settings.resolve(path).size_limit)
-
-    @staticmethod
-    def big_file_lines(path: Path) -> list[str]:
-        """What ``vaultmem init`` says of the vault's files above ``max_commit_file_mb``."""
-        return doctor.big_file_lines(Settings.resolve(path))
