@@ -327,6 +327,7 @@ def test_token_list_tells_tokens_apart_by_a_fingerprint_that_reveals_none_of_the
     prefixes at the next change, and `token revoke` still takes the name."""
     vault, config = tmp_path / "vault", tmp_path / "config"
     env = stdio_env(XDG_CONFIG_HOME=str(config))
+    vault.mkdir()
     default = cli("token", "--vault", str(vault), env=env).strip()
     cursor = cli("token", "add", "cursor", "--vault", str(vault), env=env).strip()
     stored = agents_path(Path(config) / "vaultmem" / "tokens" / token_path(vault).name)
@@ -366,3 +367,26 @@ def test_the_command_init_names_to_print_the_token_prints_this_vaults(tmp_path: 
     assert done.returncode == 0 and "no token yet" not in done.stderr, done.stderr
     stored = config / "vaultmem" / "tokens" / token_path(vault).name
     assert done.stdout.strip() == stored.read_text(encoding="utf-8").strip()
+
+
+def test_token_refuses_a_vault_that_is_not_there_and_its_hints_name_the_vault(tmp_path: Path) -> None:
+    """A mistyped ``--vault`` made a token for a folder no daemon serves, and said nothing; the
+    hints of ``token add``/``revoke`` said "`vaultmem token revoke cursor`", which, run as written,
+    acts on the default vault instead of the one named."""
+    vault, config = tmp_path / "Jo's vault", tmp_path / "config"
+    env = stdio_env(XDG_CONFIG_HOME=str(config), HOME=str(tmp_path / "home"))
+
+    def token(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([VAULTMEM, *args], capture_output=True, text=True, env=env, timeout=120)
+
+    done = token("--vault", str(tmp_path / "typo"), "token")
+    assert done.returncode != 0 and "no vault at" in done.stderr and "vaultmem init" in done.stderr
+    tokens = config / "vaultmem" / "tokens"
+    assert not tokens.exists() or not list(tokens.iterdir())
+
+    cli("init", str(vault), env=env)
+    cli("token", "add", "cursor", "--vault", str(vault), env=env)
+    named = f"vaultmem --vault {shlex.quote(str(vault))} token"
+    for args, hint in (("add", f"`{named} revoke cursor`"), ("revoke", f"`{named} list`")):
+        again = token("token", args, "cursor" if args == "add" else "nobody", "--vault", str(vault))
+        assert again.returncode == 1 and hint in again.stderr, again.stderr

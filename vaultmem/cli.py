@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.caller import Caller, acting_as, os_user, redactions
 from vaultmem.config import Settings, find_homes
-from vaultmem.errors import GitLocked, VaultmemError
+from vaultmem.errors import GitLocked, VaultError, VaultmemError
 
 if TYPE_CHECKING:
     from vaultmem.memory import GitLockInfo, Memory, SyncReport
@@ -164,14 +164,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_token(args: argparse.Namespace) -> int:
     from vaultmem.server import token as tokens
 
-    path = tokens.token_path(_settings(args).vault)
+    vault = _settings(args).vault
+    if not vault.is_dir():  # a token of no vault: the daemon serving the vault meant would refuse it
+        raise VaultError(
+            f"no vault at {vault}; create one with `vaultmem init {vault}`, or name yours with --vault"
+        )
+    path, hint = tokens.token_path(vault), tokens.token_command(vault)
     command = getattr(args, "token_command", None)
     if command == "add":
-        secret = tokens.add_token(path, args.name, args.email)
+        secret = tokens.add_token(path, args.name, args.email, command=hint)
         print(f"token for {args.name} (shown this once; give it to that agent's host):", file=sys.stderr)
         print(secret)
     elif command == "revoke":
-        tokens.revoke_token(path, args.name)
+        tokens.revoke_token(path, args.name, command=hint)
         print(f"revoked {args.name}: a running daemon refuses its token from the next request")
     elif command == "list":
         rows = tokens.list_tokens(path)

@@ -206,8 +206,11 @@ def _check_email(email: str) -> str:
     return email
 
 
-def add_token(token_file: Path, name: str, email: str | None = None) -> str:
-    """Make a token for the agent ``name`` and return it: the only time it is shown."""
+def add_token(
+    token_file: Path, name: str, email: str | None = None, *, command: str = "vaultmem token"
+) -> str:
+    """Make a token for the agent ``name`` and return it: the only time it is shown. ``command``
+    is how the hints name the token command (:func:`token_command`: with the vault it acts on)."""
     check_agent_name(name)
     address = _check_email(email) if email is not None else f"{name}@{AGENT_DOMAIN}"
     token = new_token()
@@ -216,7 +219,7 @@ def add_token(token_file: Path, name: str, email: str | None = None) -> str:
             raise InvalidInput(f"{DEFAULT_AGENT!r} is the default token's name; choose another")
         if name.casefold() in {n.casefold() for n in tokens}:
             raise InvalidInput(
-                f"a token named {name!r} exists already; revoke it first (`vaultmem token revoke "
+                f"a token named {name!r} exists already; revoke it first (`{command} revoke "
                 f"{name}`) to make a new one"
             )
         tokens[name] = {
@@ -227,20 +230,18 @@ def add_token(token_file: Path, name: str, email: str | None = None) -> str:
     return token
 
 
-def revoke_token(token_file: Path, name: str) -> None:
+def revoke_token(token_file: Path, name: str, *, command: str = "vaultmem token") -> None:
     """Remove the agent ``name``'s token; a running daemon refuses it from its next request."""
     if name.casefold() == DEFAULT_AGENT:
         raise InvalidInput(
-            "the default token cannot be revoked (hosts set up with `vaultmem token` use it); "
-            "replace it with `vaultmem token --rotate`"
+            f"the default token cannot be revoked (hosts set up with `{command}` use it); "
+            f"replace it with `{command} --rotate`"
         )
     with _agents_locked(agents_path(token_file)) as tokens:
         found = next((n for n in tokens if n.casefold() == name.casefold()), None)
         if found is None:
             known = ", ".join(sorted(tokens)) or "none"
-            raise InvalidInput(
-                f"no token is named {name!r} (named tokens: {known}); see `vaultmem token list`"
-            )
+            raise InvalidInput(f"no token is named {name!r} (named tokens: {known}); see `{command} list`")
         del tokens[found]
 
 
