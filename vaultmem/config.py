@@ -93,6 +93,11 @@ class Settings:
     #: its plugins' data): a start (any CLI command) commits them only when this long has passed
     #: since they were last looked at; a daemon looks again at each rescan, and when it stops.
     hidden_commit_interval: float = 600.0
+    #: A server (the daemon, a stdio server) restarted on a vault of at least this many notes, whose
+    #: index opened from the snapshot its last clean stop saved, answers ``memory_search`` while it
+    #: scans the vault behind (docs/architecture.md, "Searching while the vault is scanned"); every
+    #: other tool waits for the scan and the reconcile. 0: on every vault.
+    search_first_notes: int = 20000
     #: memory_recall hits after which a thought is promoted to a primer (memory_primers).
     primer_threshold: int = 3
     #: Days without an update after which an active thought shows on memory_status's frontier as stale.

@@ -14,18 +14,19 @@ public seam: ``Memory(settings, clock=...)``. Everything an adapter needs is exp
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vaultmem.config import Settings
-from vaultmem.errors import IndexError_, InvalidInput, VaultError
+from vaultmem.errors import IndexError_, InvalidInput
 from vaultmem.filing.projects import Project
-from vaultmem.index.heap import opening_pauses_the_collector
+from vaultmem.index.heap import collector_paused, opening_pauses_the_collector
 from vaultmem.index.protocol import Embedder
 from vaultmem.notes.model import Note, utc_now
+from vaultmem.opening import START_WAIT, STILL_STARTING, open_vault
 from vaultmem.operations import doctor, projects
 from vaultmem.operations.context import Clock, Context
 from vaultmem.operations.crystallize import Crystallize
@@ -47,22 +48,17 @@ from vaultmem.operations.supersede import MergeSpec, Supersede
 from vaultmem.operations.sync import Syncing, SyncReport, clone_vault
 from vaultmem.operations.thoughts import NewThought, Thoughts
 from vaultmem.sync.reconcile import Progress, ReconcileReport
-from vaultmem.vault.catalog import Catalog
-from vaultmem.vault.history import GitRepo
 from vaultmem.vault.init import init_vault
-from vaultmem.vault.layout import VaultLayout
-from vaultmem.vault.store import NoteStore
-from vaultmem.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
     from vaultmem.sync.keeper import IndexKeeper
-    from vaultmem.sync.watcher import VaultWatcher
 
 __all__ = [
-    "Answer", "AppendResult", "Blame", "CaptureResult", "Clock", "DoctorReport", "Embedder",
-    "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NeighbourPage", "NewThought", "Note",
-    "Payload", "Progress", "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest", "SearchResult",
-    "SearchSpec", "SyncReport", "Thought", "WithColumns", "big_file_lines", "clone_vault", "init_vault",
+    "START_WAIT", "STILL_STARTING", "Answer", "AppendResult", "Blame", "CaptureResult", "Clock",
+    "DoctorReport", "Embedder", "ForgetResult", "GitLockInfo", "Json", "Memory", "MergeSpec", "NeighbourPage",
+    "NewThought", "Note", "Payload", "Progress", "ReconcileReport", "ReflectSpec", "Scope", "SearchRequest",
+    "SearchResult", "SearchSpec", "SyncReport", "Thought", "WithColumns", "big_file_lines", "clone_vault",
+    "init_vault",
 ]  # fmt: skip
 
 
@@ -79,62 +75,40 @@ class Memory:
         index: bool = True,
         background_commits: bool = True,
         watch: bool = False,
+        search_first: bool = False,
     ) -> None:
         self.settings = settings
-        layout = VaultLayout(settings.vault, settings.state_dir, settings.home)
-        if not layout.root.is_dir():
-            raise VaultError(f"no vault at {layout.root}; create one with `vaultmem init {layout.root}`")
-        repo = GitRepo(layout.root, lock_timeout=settings.git_lock_timeout, size_limit=settings.size_limit)
-        repo.require_repo()
-        catalog = Catalog.of_repo(layout, repo)
-        store = NoteStore(layout, durable=settings.durable)
+        opened = open_vault(
+            settings,
+            embedder=embedder,
+            index=index,
+            background_commits=background_commits,
+            watch=watch,
+            search_first=search_first,
+        )
         self._keeper: IndexKeeper | None = None
-        self._watcher: VaultWatcher | None = None
-        if index:
-            from vaultmem.index.embedder import warm_in_background
-            from vaultmem.index.heap import return_big_blocks
-            from vaultmem.index.opening import calibration_for, embedder_for, open_index
-            from vaultmem.sync.watcher import watch_vault
-
-            return_big_blocks()  # a process that opens the index lives long: freed memory goes back
-            embedder = embedder or embedder_for(settings)
-            self._warmup = warm_in_background(embedder)  # the model loads while the catalog is scanned
-            if watch:  # a daemon: the watches before the scan, so a save while it starts is an event
-                self._watcher = watch_vault(settings, layout.home)
-        writer = None
-        try:
-            writer = VaultWriter(
-                layout,
-                repo,
-                catalog,
-                store,
-                lock_timeout=settings.write_lock_timeout,
-                background_commits=background_commits,
-                hidden_commit_interval=settings.hidden_commit_interval,
-            )  # the index after the scan, not beside it: docs/benchmarks.md, "Start at 100k" says why
-            the_index = open_index(settings, embedder) if index and embedder is not None else None
-        except BaseException:  # what the index raised is reported; the writer is closed
-            with contextlib.suppress(Exception):
-                if self._watcher is not None:
-                    self._watcher.stop()
-                if writer is not None:
-                    writer.close()
-            raise
+        self._opened, self._watcher, self._warmup = opened, opened.watcher, opened.warmup
+        #: Set once every answer is exact: at once, or by :meth:`start` after a ``search_first`` open.
+        self._settled = threading.Event()
+        if not search_first:
+            self._settled.set()
         self._ctx = ctx = Context(
             settings,
-            layout=layout,
-            repo=repo,
-            catalog=catalog,
-            store=store,
-            writer=writer,
+            layout=opened.layout,
+            repo=opened.repo,
+            catalog=opened.catalog,
+            store=opened.store,
+            writer=opened.writer,
             clock=clock,
-            index=the_index,
-            calibration=calibration_for(settings) if index else None,
+            index=opened.index,
+            calibration=opened.calibration,
         )
-        if the_index is not None:
+        if opened.index is not None:
             from vaultmem.sync.keeper import IndexKeeper
 
-            self._keeper = IndexKeeper(settings, layout, catalog, writer, the_index, ctx.graph)
+            self._keeper = IndexKeeper(
+                settings, opened.layout, opened.catalog, opened.writer, opened.index, ctx.graph
+            )
         self._memories = Memories(ctx)
         self._search = Search(ctx)
         self._recall = Recall(ctx, self._search)
@@ -153,6 +127,23 @@ class Memory:
         self._sync = Syncing(ctx, self._keeper)
 
     # -- lifecycle --------------------------------------------------------------------------------
+    @property
+    def scanned(self) -> bool:
+        """Whether the vault was scanned: False while a ``search_first`` open left it to :meth:`start`."""
+        return self._ctx.writer.opened
+
+    def start(self, progress: Progress | None = None) -> ReconcileReport:
+        """A server's start: the scan a ``search_first`` open left, the reconcile, the watcher."""
+        try:
+            if not self._ctx.writer.opened:
+                with collector_paused():  # the catalog it builds lives as long as the process
+                    self._watcher = self._opened.scan()
+            report = self.reconcile(progress)
+            self.start_watching()
+            return report
+        finally:
+            self._settled.set()
+
     def reconcile(self, progress: Progress | None = None) -> ReconcileReport:
         """Make the index and the edge graph equal the vault (what changed while nothing ran)."""
         return self._kept().reconcile(progress)
@@ -186,7 +177,8 @@ class Memory:
             if self._keeper is not None:
                 self._ctx.close()  # what reading the past started, before the index it reads closes
                 self._keeper.index.close()
-                self._warmup.join()
+                if self._warmup is not None:
+                    self._warmup.join()
 
     def __enter__(self) -> Memory:
         return self
@@ -201,7 +193,14 @@ class Memory:
 
     # -- the memory tools -------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> SearchResult:
-        """``memory_search``: an id, or the hybrid search, shaped as the tool returns it."""
+        """``memory_search``: an id, or the hybrid search, shaped as the tool returns it; while a server's
+        start scans the vault, only if every hit shown is its file as it is (``Search.before_start``)."""
+        if not self._settled.is_set():
+            early = None if self.scanned else self._search.before_start(request)
+            if early is not None:
+                return early
+            if not self._settled.wait(START_WAIT):
+                raise IndexError_(STILL_STARTING)
         return self._search.memory_search(request)
 
     def append(

@@ -114,6 +114,7 @@ class NoteIndex:
         self._cache = EmbeddingCache(None, embedder, opener=self._lance)
         #: The id index's lag the adopted snapshot recorded (None: the table was read).
         self._snapshot_unindexed: int | None = None
+        self.adopted_snapshot = False  #: the last load adopted ``mirror.snapshot`` (a clean close's)
         #: The notes table's key (:func:`snapshot.table_key`) the snapshot on disk was saved for:
         #: while the table still has it, there is nothing to save (nor with ``saves_snapshot`` off).
         self._snapshot_key: snapshot.Key | None = None
@@ -185,6 +186,7 @@ class NoteIndex:
             saved = snapshot.load(self._state_dir, key, self._embedder.model_id, self._dim)
             self._snapshot_key = None if saved is None else key
         chunks: list[Chunks] | None
+        self.adopted_snapshot = saved is not None
         if saved is not None:
             self._snapshot_unindexed = saved.unindexed
             records, vectors, chunks = saved.records, saved.vectors, saved.chunks

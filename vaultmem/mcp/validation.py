@@ -55,14 +55,11 @@ from pydantic import BaseModel, ValidationError
 from vaultmem.caller import Caller, acting_as, current, redactions
 from vaultmem.errors import IndexError_, InvalidInput, VaultmemError
 from vaultmem.mcp.envelope import admitting_failure, failure
+from vaultmem.memory import START_WAIT, STILL_STARTING
 
-#: How long a call waits for the stdio server's start (within the 60 s a host gives a call).
-START_WAIT = 30.0
-STILL_STARTING = (
-    "vaultmem is still bringing its search index up to date with the vault (on a vault's first start "
-    "it embeds every note: about a minute per thousand notes on a small machine); nothing ran, "
-    "retry in a minute"
-)
+#: Tools called while a server's start runs go straight to the facade, which answers them as it
+#: can (``Memory.search``: from the index, when every hit shown is its file as it is, or it waits).
+ANSWERED_WHILE_STARTING = frozenset({"memory_search"})
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
 log = logging.getLogger(__name__)
@@ -79,8 +76,9 @@ MAX_CLIENT_CHARS = 100
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
 
-    #: Set while the stdio server's start runs beside the protocol: a call waits up to
-    #: :data:`START_WAIT` for it, then is refused as retryable (nothing ran).
+    #: Set while a server's start runs beside the protocol: a call (but those of
+    #: :data:`ANSWERED_WHILE_STARTING`) waits up to :data:`START_WAIT` for it, then is refused as
+    #: retryable (nothing ran).
     started: threading.Event | None = None
 
     def add_tool(
@@ -118,7 +116,7 @@ class ToolServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        started = self.started
+        started = None if name in ANSWERED_WHILE_STARTING else self.started
         if started is not None and not await anyio.to_thread.run_sync(started.wait, START_WAIT):
             return failure(IndexError_(STILL_STARTING))
         ran: list[Any] = []

@@ -31,6 +31,7 @@ from vaultmem.notes.ids import canonical_id, compact_hex, is_full_id, is_id_pref
 from vaultmem.notes.model import parse_time
 from vaultmem.operations.context import Context
 from vaultmem.operations.results import visible_tags
+from vaultmem.vault.reading import file_hash
 
 SCOPES = ("all", "project", "global")
 SNIPPET_CHARS = 200
@@ -177,6 +178,22 @@ class Search:
         return SearchResult(
             results=[shape(h.record, _score(h), h.span) for h in hits[: req.limit]], total=total, cursor=None
         )
+
+    def before_start(self, req: SearchRequest) -> SearchResult | None:
+        """``memory_search`` answered while a server's start still scans the vault, if the index
+        alone answers it and every hit it shows is its file as it is on disk (the sha256 of its
+        bytes the index recorded); None otherwise (then wait for the start). It may miss a note
+        written while vaultmem was stopped, never show one as it no longer is."""
+        if req.kind is not None or req.as_of is not None:  # the catalog's kinds, the history
+            return None
+        result = self.memory_search(req)
+        records = self.index.get_many([hit["id"] for hit in result["results"]])
+        root = self.ctx.layout.root
+        for hit in result["results"]:
+            record = records.get(hit["id"])
+            if record is None or file_hash(root / record.path) != record.content_hash:
+                return None
+        return result
 
     def check_kind_filter(self, kind: str | None) -> None:
         """Refuse a ``kind`` filter no note can match: neither a kind (or alias) of the filing

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -211,8 +212,10 @@ def build_app(
     port: int,
     tokens: TokenFile,
     max_body: int = DEFAULT_MAX_BODY,
+    started: threading.Event | None = None,
 ) -> ASGIApp:
-    """The daemon's ASGI application for ``memory``'s vault, bound at ``host:port``."""
+    """The daemon's ASGI application for ``memory``'s vault, bound at ``host:port``; tool calls
+    wait for ``started`` while it is given and not set (the start runs behind: daemon.py)."""
     check_loopback(host)
     settings = memory.settings
     idle, most = settings.mcp_session_idle_timeout, settings.mcp_max_sessions
@@ -225,6 +228,7 @@ def build_app(
         )
     hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
     server = build_mcp_server(memory)
+    server.started = started
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )

@@ -79,6 +79,9 @@ class _Server(uvicorn.Server):
     """
 
     on_ready: Callable[[], None] | None = None
+    #: Runs once it listens, before ``on_ready``: the start behind the server begins then, so that
+    #: building the app and uvicorn's own start do not share the interpreter with it.
+    listening: Callable[[], None] | None = None
     drain: Drain | None = None
     grace: float = 0.0
 
@@ -106,6 +109,8 @@ class _Server(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started and self.listening is not None:
+            self.listening()
         if self.started and self.on_ready is not None:
             self.on_ready()
 
@@ -140,6 +145,7 @@ class Daemon:
         self._sock: socket.socket | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._start: _Start | None = None  # the start running behind the server (Memory.start)
 
     @property
     def url(self) -> str:
@@ -166,15 +172,19 @@ class Daemon:
         self.port = int(self._sock.getsockname()[1])
         try:
             ensure_token(self.token_file)
-            self.memory = Memory(self.settings, embedder=self.embedder, watch=True)
-            self.memory.reconcile(progress)
-            self.memory.start_watching()  # and sync with the git remote, when it has one
+            memory = Memory(self.settings, embedder=self.embedder, watch=True, search_first=True)
+            self.memory = memory
+            if memory.scanned:  # the index has nothing to answer before the scan: start, then serve
+                memory.start(progress)  # the reconcile, the watcher, the sync with the git remote
+            else:  # a restart from the snapshot: searches are answered while the vault is scanned
+                self._start = _Start(memory, failed=self._start_failed, begin=False)
             app = build_app(
-                self.memory,
+                memory,
                 host=self.host,
                 port=self.port,
                 tokens=TokenFile(self.token_file),
                 max_body=self.max_body,
+                started=None if self._start is None else self._start.done,
             )
         except BaseException:
             self.close()
@@ -193,6 +203,7 @@ class Daemon:
         self._server = _Server(config)
         self._server.drain = drain
         self._server.grace = self.settings.shutdown_grace
+        self._server.listening = None if self._start is None else self._start.begin
 
     def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
         """Serve in this thread until SIGINT/SIGTERM (or :meth:`stop`), then close cleanly.
@@ -204,10 +215,13 @@ class Daemon:
             self.open()
         assert self._server is not None and self._sock is not None
         self._server.on_ready = on_ready
+        start = self._start
         try:
             self._server.run(sockets=[self._sock])
         finally:
             self.close()
+        if start is not None and start.error is not None:
+            raise start.error  # the start behind the server failed, which stopped it
 
     def start(self, timeout: float = 30.0) -> None:
         """Serve on a background thread (tests, benchmarks); returns once requests are answered."""
@@ -235,8 +249,15 @@ class Daemon:
             self._thread = None
         self.close()
 
+    def _start_failed(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+
     def close(self) -> None:
         """Stop the watcher, flush commits, release the socket. Safe to call twice."""
+        start, self._start = self._start, None
+        if start is not None and start.thread.ident is not None:
+            start.thread.join()  # the index and the watcher are not closed under it
         memory, self.memory = self.memory, None
         if memory is not None:
             memory.close()
@@ -301,22 +322,27 @@ class _StdinRelay:
 
 
 class _Start:
-    """The stdio server's start on a thread of its own: the reconcile (what changed while nothing
-    ran, every note on a vault's first start), then the watcher. ``done`` is set when it has ended;
-    a start that raised keeps its error in ``error`` and calls ``failed`` (which ends the server)."""
+    """A server's start on a thread of its own (:meth:`Memory.start`): the scan a ``search_first``
+    open left, the reconcile (what changed while nothing ran, every note on a vault's first start),
+    then the watcher. ``done`` is set when it has ended; a start that raised keeps its error in
+    ``error`` and calls ``failed`` (which ends the server)."""
 
-    def __init__(self, memory: Memory, *, failed: Callable[[], None]) -> None:
+    def __init__(self, memory: Memory, *, failed: Callable[[], None], begin: bool = True) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
         self._memory = memory
         self._failed = failed
         self.thread = threading.Thread(target=self._run, name="vaultmem-start")
-        self.thread.start()
+        if begin:
+            self.begin()
+
+    def begin(self) -> None:
+        if self.thread.ident is None:
+            self.thread.start()
 
     def _run(self) -> None:
         try:
-            self._memory.reconcile()
-            self._memory.start_watching()
+            self._memory.start()
         except BaseException as exc:  # raised again by run_stdio once the server has ended
             self.error = exc
             self._failed()
@@ -343,7 +369,10 @@ def run_stdio(
     """
     # The stdio server never syncs on its own (one per agent session): the daemon does.
     memory = Memory(
-        dataclasses.replace(settings, sync_interval=0, sync_debounce=0), embedder=embedder, watch=True
+        dataclasses.replace(settings, sync_interval=0, sync_debounce=0),
+        embedder=embedder,
+        watch=True,
+        search_first=True,
     )
     start: _Start | None = None
     try:

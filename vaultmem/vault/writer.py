@@ -95,6 +95,7 @@ class VaultWriter:
         lock_timeout: float,
         background_commits: bool = True,
         hidden_commit_interval: float = 0.0,
+        open_now: bool = True,
     ) -> None:
         self.layout = layout
         self.repo = repo
@@ -133,7 +134,19 @@ class VaultWriter:
         self._gen_fd: int | None = None
         #: What hidden folders hold (``.obsidian/``) is committed at most this often (hidden_commits.py).
         self._hidden = HiddenFolderClock(layout.state_dir, hidden_commit_interval)
+        self._background_commits = background_commits
+        self._clean_before = 0.0
+        #: Whether :meth:`open` has run: the catalog holds the vault and writes may begin.
+        self.opened = False
         layout.state_dir.mkdir(parents=True, exist_ok=True)
+        if open_now:
+            self.open()
+
+    def open(self) -> None:
+        """The start (``open_now=False`` leaves it to the caller; nothing may be written nor the
+        catalog read before it): sweep what a crash left, scan the catalog with ``git status``
+        beside it, commit what was written but not committed, start the commit thread."""
+        layout, repo, catalog = self.layout, self.repo, self.catalog
         with self._process_lock, self._lock:
             repo.sweep_pathspec_files()
             if needs_recovery(repo.git_dir):  # a sync round a kill interrupted: before the start-up
@@ -152,7 +165,8 @@ class VaultWriter:
             # Files not changed since now are committed: only later changes can be a person's.
             self._clean_before = time.time() - 2.0
             self._generation = self._read_generation()
-        if background_commits:
+            self.opened = True
+        if self._background_commits:
             self.commits.start()
 
     def _commit_found_at_start(self, pending: list[str]) -> None:
@@ -514,6 +528,9 @@ class VaultWriter:
         A commit that still fails (git locked) raises GitError after the queue has stopped; the
         files are safe on disk and the next start commits them.
         """
+        if not self.opened:  # never started (a start that failed or was stopped first): nothing to save
+            self.commits.close()
+            return
         flushed = False
         try:
             self.commits.flush()

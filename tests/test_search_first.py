@@ -1,0 +1,194 @@
+"""A restarted server answers ``memory_search`` while it scans the vault (issue 16, item 4: the
+start at 100k notes; docs/architecture.md, "Searching while the vault is scanned").
+
+A restart whose index opens from the snapshot its clean stop saved, on a vault of at least
+``search_first_notes`` notes, answers searches from the index at once: a hit is shown only if its
+file is byte for byte what the index holds, otherwise the search waits for the scan and the
+reconcile; every other tool waits for them. Through ``vaultmem serve`` as a subprocess and a real
+MCP client, with the vault's write lock held from outside so that the scan cannot end meanwhile."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp_harness import Lines, mcp_client, stdio_env, structured
+
+from vaultmem.config import Settings
+from vaultmem.index.embedder import FakeEmbedder
+from vaultmem.memory import Memory, SearchRequest
+from vaultmem.server.token import read_token
+from vaultmem.vault.writer import WRITE_LOCK
+
+VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
+NOTES = {
+    "kettle": "Descale the kettle with citric acid every month.",
+    "deploy": "The deploy needs --force when the cache is cold.",
+    "garden": "Water the tomatoes before eight in the morning.",
+}
+
+
+@contextmanager
+def serving(vault: Path, config: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, Lines]]:
+    """``vaultmem serve`` on a free port (the test-only fake model: a start in a fraction of a second)."""
+    env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
+    process = subprocess.Popen(
+        [VAULTMEM, "serve", "--vault", str(vault), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    output = Lines(process.stdout)
+    try:
+        url = output.until(r"MCP URL:\s+(\S+)").group(1)
+        token = read_token(Path(output.until(r"token file:\s+(.+?)\s*$").group(1)))
+        assert token is not None
+        output.until(r"Stop with Ctrl-C")
+        yield process, url, token, output
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+        output.thread.join(timeout=30)
+        process.stdout.close()
+
+
+def call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        async with mcp_client(url, token) as client:
+            return structured(await client.call_tool(tool, arguments))
+
+    return anyio.run(run)
+
+
+@contextmanager
+def write_lock_held(vault: Path) -> Iterator[Callable[[], None]]:
+    """The vault's cross-process write lock, held by this test until it calls what this yields: a
+    start's scan takes it, so the scan cannot end before."""
+    fd = os.open(vault / ".git" / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    held = [True]
+
+    def release() -> None:
+        if held[0]:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            held[0] = False
+
+    try:
+        yield release
+    finally:
+        release()
+        os.close(fd)
+
+
+@pytest.fixture
+def served_once(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A vault with ``search_first_notes: 0``, three notes written through MCP, cleanly stopped
+    (so its index saved the snapshot a restart opens from); the notes' paths by name."""
+    vault, config = tmp_path / "vault", tmp_path / "config"
+    done = subprocess.run(
+        [VAULTMEM, "init", str(vault)], capture_output=True, text=True, env=stdio_env(), timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (vault / "vaultmem.yaml").write_text("search_first_notes: 0\nwrite_lock_timeout: 120\n", encoding="utf-8")
+    paths = {}
+    with serving(vault, config) as (_, url, token, _):
+        for name, text in NOTES.items():
+            written = call(url, token, "memory_append", {"content": text, "kind": "fix"})
+            paths[name] = next(vault.rglob(f"{written['slug']}.md")).relative_to(vault).as_posix()
+    return vault, config, paths
+
+
+def test_a_restart_answers_searches_while_the_scan_waits_and_every_other_tool_waits_for_it(
+    served_once: tuple[Path, Path, dict[str, str]],
+) -> None:
+    vault, config, paths = served_once
+    edited = vault / paths["deploy"]
+    edited.write_text(
+        edited.read_text(encoding="utf-8").replace("--force", "--force-rebuild"), encoding="utf-8"
+    )  # a hand edit while vaultmem was stopped
+    (vault / paths["garden"]).unlink()  # and a deletion
+
+    with write_lock_held(vault) as release, serving(vault, config) as (process, url, token, _):
+        started = time.monotonic()
+        # limit 1: the fake model's vectors rank every note, and a shown hit whose file changed waits
+        kettle = call(url, token, "memory_search", {"query": "descale kettle citric acid", "limit": 1})
+        assert kettle["results"] and "citric acid" in kettle["results"][0]["snippet"]
+        assert time.monotonic() - started < 20  # answered while the scan still waits for the lock
+
+        answers: dict[str, Any] = {}
+
+        def later(name: str, tool: str, arguments: dict[str, Any]) -> None:
+            answers[name] = call(url, token, tool, arguments)
+
+        waiting = [
+            threading.Thread(target=later, args=("deploy", "memory_search", {"query": "deploy cache force"})),
+            threading.Thread(target=later, args=("tomatoes", "memory_search", {"query": "water tomatoes"})),
+            threading.Thread(
+                target=later, args=("append", "memory_append", {"content": "Oil the hinge.", "kind": "fix"})
+            ),
+        ]
+        for thread in waiting:
+            thread.start()
+        time.sleep(1.5)
+        # The deploy note's file is not what the index holds, the garden note's is gone, and a
+        # write needs the scan: none of them is answered before it.
+        assert answers == {}, answers
+        assert process.poll() is None
+        release()
+        for thread in waiting:
+            thread.join(timeout=60)
+    assert "--force-rebuild" in answers["deploy"]["results"][0]["snippet"]
+    assert all("tomatoes" not in hit["snippet"] for hit in answers["tomatoes"]["results"])
+    assert answers["append"]["slug"]
+
+
+def test_a_hit_whose_file_changed_waits_for_the_start_and_a_small_vault_starts_as_before(
+    vault: Path,
+) -> None:
+    """In process, the facade: ``search_first`` leaves the scan to :meth:`Memory.start` only for an
+    index from its snapshot on a vault of ``search_first_notes`` notes or more."""
+    settings = Settings.resolve(vault, durable=False, search_first_notes=0)
+    with Memory(settings, embedder=FakeEmbedder(), search_first=True) as memory:
+        memory.start()
+        memory.append("Descale the kettle with citric acid every month.", "fix")
+    # No snapshot yet at the first open (a new index): it scanned first.
+    with Memory(settings, embedder=FakeEmbedder(), search_first=True) as memory:
+        assert not memory.scanned  # the clean close above saved the snapshot
+        found = memory.search(SearchRequest("kettle citric"))
+        assert found["results"]
+        note = next(p for p in vault.rglob("*.md") if "citric acid" in p.read_text(encoding="utf-8"))
+        note.write_text(note.read_text(encoding="utf-8").replace("month", "week"), encoding="utf-8")
+        starting = threading.Timer(0.5, memory.start)
+        starting.start()
+        began = time.monotonic()
+        again = memory.search(SearchRequest("kettle citric"))
+        assert time.monotonic() - began >= 0.4  # waited for the start
+        assert "every week" in again["results"][0]["snippet"]
+        starting.join()
+    big = Settings.resolve(vault, durable=False)  # search_first_notes: 20,000 by default
+    with Memory(big, embedder=FakeEmbedder(), search_first=True) as memory:
+        assert memory.scanned
+        memory.start()
+    for snapshot in settings.state_dir.rglob("mirror.snapshot"):
+        snapshot.unlink()  # as after a crash: the table is read, and may hold more than the vault
+    with Memory(settings, embedder=FakeEmbedder(), search_first=True) as memory:
+        assert memory.scanned
+        memory.start()
