@@ -102,13 +102,12 @@ class Memory:
             clock=clock,
             index=opened.index,
             calibration=opened.calibration,
+            warm_guard=not search_first,
         )
         if opened.index is not None:
             from vaultmem.sync.keeper import IndexKeeper
 
-            self._keeper = IndexKeeper(
-                settings, opened.layout, opened.catalog, opened.writer, opened.index, ctx.graph
-            )
+            self._keeper = IndexKeeper(settings, ctx.layout, ctx.catalog, ctx.writer, opened.index, ctx.graph)
         self._memories = Memories(ctx)
         self._search = Search(ctx)
         self._recall = Recall(ctx, self._search)
@@ -140,6 +139,7 @@ class Memory:
                     self._watcher = self._opened.scan()
             report = self.reconcile(progress)
             self.start_watching()
+            self._ctx.warm_guard()
             return report
         finally:
             self._settled.set()

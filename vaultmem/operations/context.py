@@ -51,6 +51,7 @@ class Context:
         clock: Clock,
         index: NoteIndex | None,
         calibration: RelevanceCalibration | None,
+        warm_guard: bool = True,
     ) -> None:
         self.settings = settings
         self.layout = layout
@@ -66,9 +67,10 @@ class Context:
             checked=layout.state_dir / CHECKED_FILE,
         )
         # Every agent write, whatever the tool, passes the secret guard in the writer.
-        writer.guard = guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
-        if index is not None:  # a daemon or a stdio server: its first write need not load the detector
-            guard.warm_in_background()
+        writer.guard = self._guard = PlanGuard(layout.root, lambda: self.contract().secrets_mode)
+        self._guard_warm = False
+        if index is not None and warm_guard:  # a daemon or a stdio server: see warm_guard
+            self.warm_guard()
         self.projects = ProjectRegistry(layout.root)
         self.tokens = PreviewTokens()
         self.graph = EdgeGraph(catalog)
@@ -77,6 +79,14 @@ class Context:
         self.lookup = Lookup(catalog, store, self.graph, index)
         self._past: PastIndex | None = None
         self._past_lock = threading.Lock()
+
+    def warm_guard(self) -> None:
+        """Load the secret detector on a thread (once), so that a long-running process's first
+        write need not: when it opens, or (a ``search_first`` open) when its start has ended, not
+        beside the first searches it answers meanwhile."""
+        if not self._guard_warm:
+            self._guard_warm = True
+            self._guard.warm_in_background()
 
     def now(self) -> dt.datetime:
         """The clock's time in UTC: the daily cap and timestamp slugs count UTC days."""
