@@ -274,7 +274,13 @@ _MD_LINK = re.compile(
 _EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,10}$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^(?:[ \t]{0,3}>)*[ \t]{0,3}(`{3,}|~{3,})")
-_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)", re.MULTILINE)
+#: Obsidian's own rule (its app.js, quoted in obsidianmd/obsidian-help#816; the help's "Tag format"
+#: since #1016: letters of any script, numbers, ``_``, ``-``, ``/`` and other Unicode, emoji too): a
+#: tag runs to whitespace, ASCII punctuation other than ``_ - /``, or a character of Unicode's General
+#: or Supplemental Punctuation blocks (``#tg🚀rocket`` is one tag; ``#tag—said`` ends at the dash).
+_TAG = re.compile(
+    r"(?:^|(?<=\s))#([^\s\ufeff\u2000-\u206f\u2e00-\u2e7f'!\"#$%&()*+,.:;<=>?@^`{|}~\[\]\\]+)", re.MULTILINE
+)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 
 
