@@ -5,11 +5,24 @@ in it, links and tags inside math, a stray Templater ``<%`` in prose, and frontm
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from conftest import FakeClock, hand_write
 from upkeep_wire import LocalWire, local_runtime
 
 from vaultmem.notes.links import text_refs
+
+
+def _ids(wire: LocalWire) -> dict[str, str]:
+    listed = wire.recall(action="list", limit=500, status="all", compact=False)
+    return {t["path"]: t["id"] for t in listed["items"]}
+
+
+def _linked(wire: LocalWire, note_id: str) -> set[str]:
+    """The paths a note's links reach, as an agent reads them (get, include_edges)."""
+    got: dict[str, Any] = wire.recall(action="get", thought_id=note_id, include_edges=True, compact=False)
+    return {row["thought"]["path"] for row in got["item"]["upstream"]}
+
 
 # -- tags -------------------------------------------------------------------------------------------
 
@@ -29,3 +42,34 @@ def test_an_agent_finds_a_persons_emoji_tag_whole(vault: Path, clock: FakeClock)
         found = wire.recall(action="search", query="countdown launch", tag="tg🚀rocket", min_relevance=0)
         assert [i["thought"]["tags"] for i in found["items"]] == [["tg🚀rocket"]]
         assert wire.recall(action="list", tag="tg")["items"] == []
+
+
+# -- math -------------------------------------------------------------------------------------------
+
+
+def test_math_holds_no_link_and_no_tag_and_prose_dollars_hide_nothing() -> None:
+    body = (
+        "Semantics $[[e_1 + e_2]]\\rho = n$ on $[0,1](x)$, then [[Real]].\n"
+        "$$\n\\text{see } [[Display]] \\quad #inmath\n$$\n"
+        "It cost $5 and $6 for [[Budget]] #money, $5-$6 for [[Range]].\n"
+        "An unclosed $x [[Unclosed]]\nand an unclosed $$ [[After]] #after, an escaped \\$ [[Escaped]] \\$.\n"
+    )
+    refs = text_refs(body)
+    assert refs.links == ("Real", "Budget", "Range", "Unclosed", "After", "Escaped")
+    assert refs.tags == ("money", "after")
+
+
+def test_an_agent_gets_no_edge_for_a_link_inside_math(vault: Path, clock: FakeClock) -> None:
+    hand_write(
+        vault,
+        "notes/Semantics.md",
+        "The meaning $[[Expressions]]\\rho$ of a term.\n$$\n[[Proofs]] #lemma\n$$\n"
+        "Paid $5 and $6 for [[Books]].\n",
+    )
+    for name in ("Expressions", "Proofs", "Books"):
+        hand_write(vault, f"notes/{name}.md", f"{name} notes.\n")
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        ids = _ids(wire)
+        assert _linked(wire, ids["notes/Semantics.md"]) == {"notes/Books.md"}
+        assert wire.recall(action="list", tag="lemma")["items"] == []
