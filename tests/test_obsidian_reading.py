@@ -11,6 +11,7 @@ from conftest import FakeClock, hand_write
 from upkeep_wire import LocalWire, local_runtime
 
 from vaultmem.notes.links import text_refs
+from vaultmem.notes.model import without_templater
 
 
 def _ids(wire: LocalWire) -> dict[str, str]:
@@ -73,3 +74,32 @@ def test_an_agent_gets_no_edge_for_a_link_inside_math(vault: Path, clock: FakeCl
         ids = _ids(wire)
         assert _linked(wire, ids["notes/Semantics.md"]) == {"notes/Books.md"}
         assert wire.recall(action="list", tag="lemma")["items"] == []
+
+
+# -- Templater --------------------------------------------------------------------------------------
+
+
+def test_a_stray_templater_opening_hides_nothing_past_its_paragraph() -> None:
+    prose = "Overheads cost <%5 of revenue.\n\nSee [[Budget]] and #finance.\n\nGrowth was 50%> last year.\n"
+    assert text_refs(prose).links == ("Budget",) and text_refs(prose).tags == ("finance",)
+    template = (
+        "[[<% tp.date.yesterday() %>]] <% tp.system.suggester(\n  ['[[A]]'], ['a']) %>\n"
+        "<%*\nconst days = 7;\n\nfor (let i = 0; i < days; i++) { tR += '[[Day]] #gen' }\n%>\n"
+        "<%-* tR += '[[Trimmed]]' -%> [[Weekly review]]\n"
+    )
+    assert text_refs(template).links == ("Weekly review",) and text_refs(template).tags == ()
+    assert without_templater("a <% b\r\n\r\n c %>") == "a <% b\r\n\r\n c %>"  # CRLF: a blank line
+    assert without_templater("a <% b\r\n c %> d") == "a   d"
+
+
+def test_an_agent_gets_the_links_after_a_stray_templater_opening(vault: Path, clock: FakeClock) -> None:
+    hand_write(
+        vault,
+        "notes/Costs.md",
+        "Overheads cost <%5 of revenue.\n\nSee [[Budget]] for the detail.\n\nGrowth was 50%> last year.\n",
+    )
+    hand_write(vault, "notes/Budget.md", "The budget.\n")
+    with local_runtime(vault, clock) as memory:
+        wire = LocalWire(memory)
+        ids = _ids(wire)
+        assert _linked(wire, ids["notes/Costs.md"]) == {"notes/Budget.md"}
