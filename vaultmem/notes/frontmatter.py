@@ -1,11 +1,14 @@
 """Round-trip-safe Markdown + YAML frontmatter.
 
 A note file is an optional UTF-8 BOM, an optional frontmatter block fenced by ``---`` lines, and a
-body. vaultmem edits only the frontmatter keys it owns: every other top-level entry, the fences, the
-BOM, the line endings and the body are written back exactly as they were read. That is why this
-module splits the block into top-level entries itself instead of loading and re-dumping the YAML
-(python-frontmatter re-serialises the whole block, which reorders keys and rewrites values a person
-typed).
+body. Only ``---`` closes the block, as in Obsidian (its ``getFrontMatterInfo``) and
+python-frontmatter: YAML's and pandoc's ``...`` end marker is no end there, so a block a ``...``
+line was meant to close is refused with the fix (a person's file is then read all as body, its
+properties listed by doctor as unreadable). vaultmem edits only the frontmatter keys it owns: every
+other top-level entry, the fences, the BOM, the line endings and the body are written back exactly
+as they were read. That is why this module splits the block into top-level entries itself instead
+of loading and re-dumping the YAML (python-frontmatter re-serialises the whole block, which reorders
+keys and rewrites values a person typed).
 
 YAML from the vault is untrusted: the block is size-capped, loaded with a safe loader, and anchors
 or aliases (the "billion laughs" family) are refused before anything is expanded.
@@ -25,9 +28,10 @@ from vaultmem.safe_yaml import load_yaml_mapping
 BOM = "\ufeff"
 MAX_FRONTMATTER_BYTES = 256 * 1024
 _FENCE = re.compile(r"^---[ \t]*(\r\n|\n|\r)?$")
-_CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*(\r\n|\n|\r)?$")
+_CLOSE = re.compile(r"^---[ \t]*(\r\n|\n|\r)?$")
+_DOTS = re.compile(r"^\.\.\.[ \t]*(\r\n|\n|\r)?$")
 _KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s:#'"\-?][^:]*?|-[^\s:][^:]*?))[ \t]*:(?:[ \t]|\r?\n|$)""")
-_CLOSE_ANYWHERE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+_CLOSE_ANYWHERE = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 #: Characters YAML reads as line breaks that PyYAML may write unescaped inside a scalar.
@@ -102,6 +106,22 @@ def split_lines(text: str) -> list[str]:
     return [line for line in _LINE_END.split(text) if line]
 
 
+def _too_large(source: str, dots: bool) -> MalformedNote:
+    if dots:
+        return _ends_with_dots(source)
+    return MalformedNote(
+        f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
+        "shorten it by hand (vaultmem will not read or rewrite it)"
+    )
+
+
+def _ends_with_dots(source: str) -> MalformedNote:
+    return MalformedNote(
+        f"{source}: the frontmatter ends with a `...` line, which Obsidian does not read as its end "
+        "(only `---` ends it), so it shows no properties; change that line to `---` by hand"
+    )
+
+
 def parse(text: str, *, source: str = "note") -> NoteText:
     """Split a note's text; raise :class:`MalformedNote` when its frontmatter cannot be read."""
     bom = text.startswith(BOM)
@@ -122,22 +142,20 @@ def parse(text: str, *, source: str = "note") -> NoteText:
     consumed = len(first)
     block: list[str] = []
     close: str | None = None
+    dots = False  # a `...` line before the closing fence: meant as the end, which it is not
     for line in lines:
         consumed += len(line)
         if _CLOSE.match(line):
             close = line
             break
+        dots = dots or _DOTS.match(line) is not None
         block.append(line)
         if consumed > MAX_FRONTMATTER_BYTES + 8:
-            raise MalformedNote(
-                f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
-                "shorten it by hand (vaultmem will not read or rewrite it)"
-            )
+            raise _too_large(source, dots)
+    if close is None and dots:
+        raise _ends_with_dots(source)
     if close is None and truncated and _CLOSE_ANYWHERE.search(rest, len(window) - 4096):
-        raise MalformedNote(
-            f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
-            "shorten it by hand (vaultmem will not read or rewrite it)"
-        )
+        raise _too_large(source, dots)
     if close is None:
         # An opening fence with no closing one: the whole file is body, exactly as Obsidian reads it.
         return NoteText(bom, newline, False, "", [], "", text)
@@ -148,11 +166,13 @@ def parse(text: str, *, source: str = "note") -> NoteText:
         body = text[consumed:]
     block_text = "".join(block)
     if len(block_text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
-        raise MalformedNote(
-            f"{source}: frontmatter is larger than {MAX_FRONTMATTER_BYTES:,} bytes; "
-            "shorten it by hand (vaultmem will not read or rewrite it)"
-        )
-    meta = load_yaml_mapping(block_text.replace("\r\n", "\n").replace("\r", "\n"), source=source)
+        raise _too_large(source, dots)
+    try:
+        meta = load_yaml_mapping(block_text.replace("\r\n", "\n").replace("\r", "\n"), source=source)
+    except MalformedNote as exc:
+        if dots:  # `...` then the body's text, up to a `---` further down: no YAML
+            raise _ends_with_dots(source) from exc
+        raise
     return NoteText(bom, newline, True, first, _split_entries(block), close, body, meta)
 
 

@@ -18,8 +18,9 @@ Adding or removing a link edits only those three keys; every other byte of the n
 **Links in a note's text** (:func:`text_refs`) are the person's graph: ``[[Note]]``,
 ``[[Note|shown text]]``, ``[[Note#Heading]]``, ``[[folder/Note]]``, embeds ``![[Note]]`` and
 Markdown links ``[text](folder/Note.md)`` in the body, and wikilinks in the person's own properties
-(``up: "[[Projects]]"``; not vaultmem's keys). Text in code (fenced blocks, inline code) and in
-comments (``%% … %%``, ``<!-- … -->``) holds no link and no tag, as in Obsidian. They become
+(``up: "[[Projects]]"``; not vaultmem's keys). Text in code (fenced blocks, inline code), in math
+(``$$ … $$``, ``$ … $``) and in comments (``%% … %%``, ``<!-- … -->``) holds no link and no tag, as
+in Obsidian. They become
 read-only edges of type :data:`TEXT_LINK` (``links_to``): vaultmem shows them and never writes them.
 The same pass finds the body's ``#tags``.
 """
@@ -274,7 +275,13 @@ _MD_LINK = re.compile(
 _EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,10}$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^(?:[ \t]{0,3}>)*[ \t]{0,3}(`{3,}|~{3,})")
-_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)", re.MULTILINE)
+#: Obsidian's own rule (its app.js, quoted in obsidianmd/obsidian-help#816; the help's "Tag format"
+#: since #1016: letters of any script, numbers, ``_``, ``-``, ``/`` and other Unicode, emoji too): a
+#: tag runs to whitespace, ASCII punctuation other than ``_ - /``, or a character of Unicode's General
+#: or Supplemental Punctuation blocks (``#tg🚀rocket`` is one tag; ``#tag—said`` ends at the dash).
+_TAG = re.compile(
+    r"(?:^|(?<=\s))#([^\s\ufeff\u2000-\u206f\u2e00-\u2e7f'!\"#$%&()*+,.:;<=>?@^`{|}~\[\]\\]+)", re.MULTILINE
+)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 
 
@@ -389,12 +396,14 @@ def _note_target(target: str) -> str | None:
 
 
 def _prose(body: str) -> str:
-    """``body`` without what holds no link: fenced code blocks, inline code, comments, Templater
-    expressions."""
+    """``body`` without what holds no link: fenced code blocks, inline code, math, comments,
+    Templater expressions."""
     if "```" in body or "~~~" in body:
         body = _without_fences(body)
     if "`" in body:
         body = _without_code_spans(body)
+    if "$" in body:
+        body = _without_math(body)
     if "%%" in body:
         body = _without_between(body, "%%", "%%")
     if "<!--" in body:
@@ -449,6 +458,24 @@ def _without_code_spans(text: str) -> str:
         i = j + 1
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+#: ``$$``, not escaped and not part of a longer run of dollars: opens and closes display math.
+_DISPLAY_MATH = re.compile(r"(?<![\\$])\$\$(?!\$)(.*?)(?<![\\$])\$\$(?!\$)", re.DOTALL)
+#: ``$…$`` within one line (pandoc's rule, which Obsidian's matches where checked): the opening
+#: ``$`` followed by no space, the closing one preceded by no space and followed by no digit, no
+#: ``$`` between, so prose dollars (``$5 and $6``, ``$5-$6``) are text and an unclosed ``$`` hides
+#: nothing past its line.
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?![\s$])(?:\\.|[^$\\\r\n])*?(?<![\s\\])\$(?![$\d])")
+
+
+def _without_math(text: str) -> str:
+    """``text`` without its math (``$$…$$`` blocks, ``$…$`` inline), which Obsidian renders with
+    MathJax: ``$[[e_1]]\\rho$`` is semantics brackets, ``$[0,1](x)$`` an interval, no link. An unclosed
+    ``$$`` is text."""
+    if "$$" in text:
+        text = _DISPLAY_MATH.sub(" ", text)
+    return _INLINE_MATH.sub(" ", text) if "$" in text else text
 
 
 def _without_between(text: str, opening: str, closing: str) -> str:

@@ -38,16 +38,46 @@ _DRAWING = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 
-#: A Templater expression (``<% tp.file.folder() %>``, ``<%* … %>``): a template's placeholder,
-#: filled in only when the template is applied. An unclosed ``<%`` is text (``growth <%5``).
-_TEMPLATER = re.compile(r"<%.*?%>", re.DOTALL)
-#: The same in a ``tags:`` value, where an unclosed one runs to the value's end.
+#: A Templater expression in a ``tags:`` value, where an unclosed one runs to the value's end.
 _TEMPLATER_TO_END = re.compile(r"<%.*?(?:%>|\Z)", re.DOTALL)
+#: The opening of Templater's JavaScript execution command (``<%*``, ``<%-*``, ``<%_*``), whose
+#: script may run over many lines and blank ones.
+_EXECUTION = re.compile(r"<%[-_]?\*")
+#: A blank line: where a paragraph, and so an interpolation command, ends.
+_BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r|\n)")
 
 
 def without_templater(text: str, stand_in: str = " ") -> str:
-    """``text`` with each Templater expression replaced by ``stand_in``."""
-    return _TEMPLATER.sub(stand_in, text) if "<%" in text else text
+    """``text`` with each Templater expression replaced by ``stand_in``: a template's placeholder,
+    filled in only when the template is applied (``<% tp.file.folder() %>``, ``<%* … %>``).
+
+    Templater's commands open with ``<%`` (interpolation) or ``<%*`` (execution) and close at the
+    next ``%>``. An execution command's script may span any lines; an interpolation closes within
+    its paragraph (a blank line ends it), so a stray ``<%`` in prose (``costs <%5 of revenue``) hides
+    nothing past its paragraph, however far away a ``%>`` is. An unclosed ``<%`` is text. One pass:
+    the next ``%>`` and the next blank line only move forward."""
+    if "<%" not in text:
+        return text
+    pieces: list[str] = []
+    position = search = 0
+    close = blank = -1
+    while (start := text.find("<%", search)) >= 0:
+        if close < start + 2:
+            close = text.find("%>", start + 2)
+            if close < 0:
+                break
+        if not _EXECUTION.match(text, start):
+            if blank < start:
+                found = _BLANK_LINE.search(text, start)
+                blank = found.start() if found else len(text)
+            if blank < close:
+                search = start + 2  # a stray `<%`: text
+                continue
+        pieces.append(text[position:start])
+        pieces.append(stand_in)
+        position = search = close + 2
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _tag_words(raw: list[Any]) -> list[Any]:

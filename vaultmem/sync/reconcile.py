@@ -222,21 +222,16 @@ def _misfiled(catalog: Catalog, index: NoteIndex, wanted: dict[str, str], stale:
 
 
 def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:
-    """Notes whose index row lacks some of their body ``#tags`` (rows written before body tags
-    counted) or holds a Templater placeholder's pieces as tags (``<%``, ``tp.file.folder()``: rows
-    written before placeholders were no tags): written again, which re-embeds nothing (the text is
-    unchanged)."""
-    out = {
-        r.path
-        for r in index.iter_records()
-        if r.tags and r.path not in stale and any("<%" in t or "%>" in t for t in r.tags)
-    }
-    tagged = {e.path: e for e in catalog.entries() if e.body_tags and e.path not in stale}
-    if tagged:
-        rows = index.records_for_paths(list(tagged))
-        out.update(
-            r.path for r in rows if r.path in tagged and not set(tagged[r.path].all_tags) <= set(r.tags)
-        )
+    """Notes whose index row's tags are not the note's (frontmatter ``tags:`` and body ``#tags``, a
+    conflict copy's flag aside): rows written before body tags counted, before Templater
+    placeholders were no tags, or before tags were read as Obsidian reads them (an emoji, math, a
+    block closed by ``...``). Written again, which re-embeds nothing (the text is unchanged)."""
+    out: list[str] = []
+    flag = {CONFLICT_COPY_TAG}
+    for r in index.iter_records():
+        entry = catalog.by_path(r.path) if r.path not in stale else None
+        if entry is not None and set(r.tags) - flag != set(entry.all_tags) - flag:
+            out.append(r.path)
     return sorted(out)
 
 

@@ -25,7 +25,7 @@ from vaultmem.vault.statefile import marshal_state, unmarshal_state
 __all__ = ["CACHE_VERSION", "load_entries", "save_entries"]
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 12  # 12: Templater placeholders (11: a person's big notes, drawings and own ids)
+CACHE_VERSION = 13  # 13: as Obsidian reads tags, math, Templater, `...` (12: Templater; 11: big notes)
 #: Entry fields whose values repeat across notes (a kind, a status, a project): one string each.
 _REPEATED = ("kind", "status", "project", "source_transport", "source_trust")
 _REPEATED_AT = [ENTRY_FIELDS.index(n) for n in _REPEATED]
