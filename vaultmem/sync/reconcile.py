@@ -230,7 +230,9 @@ def _untagged(catalog: Catalog, index: NoteIndex, stale: set[str]) -> list[str]:
     flag = {CONFLICT_COPY_TAG}
     for r in index.iter_records():
         entry = catalog.by_path(r.path) if r.path not in stale else None
-        if entry is not None and set(r.tags) - flag != set(entry.all_tags) - flag:
+        if entry is None or r.tags == entry.all_tags:  # the same, in the same order: the usual case
+            continue
+        if set(r.tags) - flag != set(entry.all_tags) - flag:
             out.append(r.path)
     return sorted(out)
 
