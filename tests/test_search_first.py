@@ -192,3 +192,73 @@ def test_a_hit_whose_file_changed_waits_for_the_start_and_a_small_vault_starts_a
     with Memory(settings, embedder=FakeEmbedder(), search_first=True) as memory:
         assert memory.scanned
         memory.start()
+
+
+def test_a_hit_whose_file_became_a_link_out_of_the_vault_is_not_answered_before_the_start(
+    served_once: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The same bytes, but through a symlink out of the vault, which the scan never follows: the
+    start drops the note, so an early answer must not show it (it did: file_hash followed the link)."""
+    vault, config, paths = served_once
+    note, outside = vault / paths["kettle"], tmp_path / "elsewhere.md"
+    outside.write_bytes(note.read_bytes())
+    note.unlink()
+    note.symlink_to(outside)
+    answers: dict[str, Any] = {}
+    query = {"query": "descale kettle citric acid", "limit": 1}
+    with write_lock_held(vault) as release, serving(vault, config) as (_, url, token, _):
+        searching = threading.Thread(target=lambda: answers.update(call(url, token, "memory_search", query)))
+        searching.start()
+        searching.join(timeout=3)
+        assert answers == {}, answers  # it waits for the start
+        release()
+        searching.join(timeout=60)
+    assert answers["results"] and all("citric" not in hit["snippet"] for hit in answers["results"])
+
+
+def test_a_stop_while_the_start_waits_for_another_process_s_lock_is_prompt_and_clean(
+    served_once: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """SIGTERM while the start waits for the write lock (write_lock_timeout: 120): the server stops
+    at once with status 0, not after the timeout with the lock's error; the next start is sound."""
+    vault, config, _ = served_once
+    with write_lock_held(vault), serving(vault, config) as (process, url, token, output):
+        assert call(url, token, "memory_search", {"query": "descale kettle", "limit": 1})["results"]
+        began = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, output.drain()
+        assert time.monotonic() - began < 15
+        assert "held" not in output.drain()
+    with serving(vault, config) as (_, url, token, _):
+        found = call(url, token, "memory_search", {"query": "descale kettle citric acid", "limit": 1})
+        assert "citric acid" in found["results"][0]["snippet"]
+        assert call(url, token, "memory_append", {"content": "Oil the hinge.", "kind": "fix"})["slug"]
+
+
+def test_a_call_waiting_when_the_start_fails_is_refused_and_writes_nothing(
+    served_once: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """The start fails behind the server (the lock held past write_lock_timeout): a write that
+    waited for it is refused, never run on a vault that was never scanned (it was let through, and
+    wrote once the lock came free); ``vaultmem serve`` exits with the lock's error."""
+    vault, config, _ = served_once
+    (vault / "vaultmem.yaml").write_text("search_first_notes: 0\nwrite_lock_timeout: 3\n", encoding="utf-8")
+    answers: dict[str, Any] = {}
+
+    def append() -> None:
+        try:
+            answers.update(call(url, token, "memory_append", {"content": "Oil the hinge.", "kind": "fix"}))
+        except Exception as exc:  # the server stopping under the client's goodbye
+            answers["raised"] = repr(exc)
+
+    with write_lock_held(vault) as release, serving(vault, config) as (process, url, token, output):
+        listening = time.monotonic()
+        writing = threading.Thread(target=append)
+        writing.start()
+        time.sleep(max(0.0, listening + 4.5 - time.monotonic()))  # the start failed at 3 s
+        release()  # free for the write, which waited behind the start's gate
+        writing.join(timeout=60)
+        assert process.wait(timeout=60) == 1
+        assert "error: another vaultmem process has held" in output.drain()
+    assert "slug" not in answers, answers
+    assert not [p for p in vault.rglob("*.md") if "hinge" in p.read_text(encoding="utf-8")]

@@ -131,12 +131,13 @@ class Memory:
         """Whether the vault was scanned: False while a ``search_first`` open left it to :meth:`start`."""
         return self._ctx.writer.opened
 
-    def start(self, progress: Progress | None = None) -> ReconcileReport:
-        """A server's start: the scan a ``search_first`` open left, the reconcile, the watcher."""
+    def start(self, progress: Progress | None = None, stop: threading.Event | None = None) -> ReconcileReport:
+        """A server's start: the scan a ``search_first`` open left (``stop``: OpenedVault.scan), the
+        reconcile, the watcher."""
         try:
             if not self._ctx.writer.opened:
                 with collector_paused():  # the catalog it builds lives as long as the process
-                    self._watcher = self._opened.scan()
+                    self._watcher = self._opened.scan(stop)
             report = self.reconcile(progress)
             self.start_watching()
             self._ctx.warm_guard()
@@ -196,10 +197,9 @@ class Memory:
         """``memory_search``: an id, or the hybrid search, shaped as the tool returns it; while a server's
         start scans the vault, only if every hit shown is its file as it is (``Search.before_start``)."""
         if not self._settled.is_set():
-            early = None if self.scanned else self._search.before_start(request)
-            if early is not None:
+            if not self.scanned and (early := self._search.before_start(request)) is not None:
                 return early
-            if not self._settled.wait(START_WAIT):
+            if not self._settled.wait(START_WAIT) or not self.scanned:  # a start that failed
                 raise IndexError_(STILL_STARTING)
         return self._search.memory_search(request)
 

@@ -61,9 +61,11 @@ class OpenedVault:
     watch: bool = False
     watcher: VaultWatcher | None = None
 
-    def scan(self) -> VaultWatcher | None:
+    def scan(self, stop: threading.Event | None = None) -> VaultWatcher | None:
         """The start's scan, unless it ran: the watches, then the writer's start (the catalog's
-        scan, what a crash left); the watcher (None unless watching), stopped if the scan fails."""
+        scan, what a crash left); the watcher (None unless watching), stopped if the scan fails.
+        ``stop`` set (the server is stopping): it fails at once rather than wait for another
+        process's write lock up to ``write_lock_timeout``."""
         if self.writer.opened:
             return self.watcher
         if self.watch and self.watcher is None:
@@ -71,7 +73,7 @@ class OpenedVault:
 
             self.watcher = watch_vault(self.settings, self.layout.home)
         try:
-            self.writer.open()
+            self.writer.open(stop)
         except BaseException:
             if self.watcher is not None:
                 self.watcher.stop()

@@ -41,7 +41,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Protocol, Union, get_args, get_origin
 
 import anyio
 import anyio.to_thread
@@ -53,13 +53,14 @@ from mcp_types import CallToolResult, Icon, InputRequiredResult, TextContent, To
 from pydantic import BaseModel, ValidationError
 
 from vaultmem.caller import Caller, acting_as, current, redactions
-from vaultmem.errors import IndexError_, InvalidInput, VaultmemError
+from vaultmem.errors import IndexError_, InvalidInput, VaultError, VaultmemError
 from vaultmem.mcp.envelope import admitting_failure, failure
 from vaultmem.memory import START_WAIT, STILL_STARTING
 
 #: Tools called while a server's start runs go straight to the facade, which answers them as it
 #: can (``Memory.search``: from the index, when every hit shown is its file as it is, or it waits).
 ANSWERED_WHILE_STARTING = frozenset({"memory_search"})
+START_FAILED = "vaultmem's start failed, so nothing ran and the server is stopping; start it again"
 #: How much of a rejected value a message repeats (a caller's 20,000-item list is not echoed back).
 MAX_SHOWN = 60
 log = logging.getLogger(__name__)
@@ -73,13 +74,22 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_CLIENT_CHARS = 100
 
 
+class Starting(Protocol):
+    """A server's start running beside the protocol (``server/daemon.py``'s ``_Start``)."""
+
+    #: Set once it has ended, well or not.
+    done: threading.Event
+    #: What it raised (the server then stops), or None.
+    error: BaseException | None
+
+
 class ToolServer(MCPServer[Any]):
     """``MCPServer`` whose refusals are classified failures in the wire envelope."""
 
     #: Set while a server's start runs beside the protocol: a call (but those of
     #: :data:`ANSWERED_WHILE_STARTING`) waits up to :data:`START_WAIT` for it, then is refused as
-    #: retryable (nothing ran).
-    started: threading.Event | None = None
+    #: retryable (nothing ran); refused too when the start failed (the vault was never scanned).
+    start: Starting | None = None
 
     def add_tool(
         self,
@@ -116,9 +126,11 @@ class ToolServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        started = None if name in ANSWERED_WHILE_STARTING else self.started
-        if started is not None and not await anyio.to_thread.run_sync(started.wait, START_WAIT):
+        start = None if name in ANSWERED_WHILE_STARTING else self.start
+        if start is not None and not await anyio.to_thread.run_sync(start.done.wait, START_WAIT):
             return failure(IndexError_(STILL_STARTING))
+        if start is not None and start.error is not None:  # it stops the server: nothing may run
+            return failure(VaultError(f"{START_FAILED}: {start.error}"))
         ran: list[Any] = []
         ran_token = _ran.set(ran)
         try:

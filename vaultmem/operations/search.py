@@ -188,12 +188,19 @@ class Search:
             return None
         result = self.memory_search(req)
         records = self.index.get_many([hit["id"] for hit in result["results"]])
-        root = self.ctx.layout.root
         for hit in result["results"]:
             record = records.get(hit["id"])
-            if record is None or file_hash(root / record.path) != record.content_hash:
+            if record is None or self._file_hash(record.path) != record.content_hash:
                 return None
         return result
+
+    def _file_hash(self, rel: str) -> str | None:
+        """The sha256 of the note file at ``rel`` as the scan reads it: None for a symlink out of
+        the vault, which the scan never follows (so the start drops the note), even with the same bytes."""
+        try:
+            return file_hash(self.ctx.layout.resolve(rel))
+        except InvalidInput:
+            return None
 
     def check_kind_filter(self, kind: str | None) -> None:
         """Refuse a ``kind`` filter no note can match: neither a kind (or alias) of the filing

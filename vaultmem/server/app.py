@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from vaultmem import __version__
 from vaultmem.errors import InvalidInput
 from vaultmem.mcp.tools import build_mcp_server
-from vaultmem.mcp.validation import AGENT_SCOPE_KEY
+from vaultmem.mcp.validation import AGENT_SCOPE_KEY, Starting
 from vaultmem.memory import Memory
 from vaultmem.server.asgi import replaying
 from vaultmem.server.batches import Unbatched
@@ -212,10 +211,10 @@ def build_app(
     port: int,
     tokens: TokenFile,
     max_body: int = DEFAULT_MAX_BODY,
-    started: threading.Event | None = None,
+    start: Starting | None = None,
 ) -> ASGIApp:
     """The daemon's ASGI application for ``memory``'s vault, bound at ``host:port``; tool calls
-    wait for ``started`` while it is given and not set (the start runs behind: daemon.py)."""
+    wait for ``start`` while it is given and not done (the start runs behind: daemon.py)."""
     check_loopback(host)
     settings = memory.settings
     idle, most = settings.mcp_session_idle_timeout, settings.mcp_max_sessions
@@ -228,7 +227,7 @@ def build_app(
         )
     hosts, origins = allowed_hosts(host, port), allowed_origins(host, port)
     server = build_mcp_server(memory)
-    server.started = started
+    server.start = start
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )

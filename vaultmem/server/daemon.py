@@ -184,7 +184,7 @@ class Daemon:
                 port=self.port,
                 tokens=TokenFile(self.token_file),
                 max_body=self.max_body,
-                started=None if self._start is None else self._start.done,
+                start=self._start,
             )
         except BaseException:
             self.close()
@@ -256,8 +256,8 @@ class Daemon:
     def close(self) -> None:
         """Stop the watcher, flush commits, release the socket. Safe to call twice."""
         start, self._start = self._start, None
-        if start is not None and start.thread.ident is not None:
-            start.thread.join()  # the index and the watcher are not closed under it
+        if start is not None:
+            start.stop()
         memory, self.memory = self.memory, None
         if memory is not None:
             memory.close()
@@ -325,11 +325,13 @@ class _Start:
     """A server's start on a thread of its own (:meth:`Memory.start`): the scan a ``search_first``
     open left, the reconcile (what changed while nothing ran, every note on a vault's first start),
     then the watcher. ``done`` is set when it has ended; a start that raised keeps its error in
-    ``error`` and calls ``failed`` (which ends the server)."""
+    ``error`` and calls ``failed`` (which ends the server). :meth:`stop` (the server stops first)
+    ends a start that waits for another process's write lock at once, and is no error."""
 
     def __init__(self, memory: Memory, *, failed: Callable[[], None], begin: bool = True) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.stopping = threading.Event()
         self._memory = memory
         self._failed = failed
         self.thread = threading.Thread(target=self._run, name="vaultmem-start")
@@ -340,12 +342,21 @@ class _Start:
         if self.thread.ident is None:
             self.thread.start()
 
+    def stop(self) -> None:
+        """The server has stopped: end the start (a wait for the write lock at once), then return."""
+        self.stopping.set()
+        if self.thread.ident is not None:
+            self.thread.join()  # the index and the watcher are not closed under it
+
     def _run(self) -> None:
         try:
-            self._memory.start()
+            self._memory.start(stop=self.stopping)
         except BaseException as exc:  # raised again by run_stdio once the server has ended
-            self.error = exc
-            self._failed()
+            if self.stopping.is_set():  # asked to stop while it waited: the stop, not a failure
+                log.info("the start ended with the server: %s", exc)
+            else:
+                self.error = exc
+                self._failed()
         finally:
             self.done.set()
 
@@ -379,7 +390,7 @@ def run_stdio(
         server = build_mcp_server(memory)
         relay = _StdinRelay()
         start = _Start(memory, failed=relay.end)
-        server.started = start.done
+        server.start = start
         if on_ready is not None:
             on_ready()
 
@@ -404,5 +415,5 @@ def run_stdio(
             raise start.error
     finally:
         if start is not None:
-            start.thread.join()  # the index and the watcher are not closed under it
+            start.stop()
         memory.close()

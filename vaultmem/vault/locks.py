@@ -34,15 +34,17 @@ class ProcessLock:
         self._count = 0
         self._fd: int | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, stop: threading.Event | None = None) -> None:
+        """Take it, waiting up to ``timeout`` s; :class:`VaultBusy` sooner once ``stop`` is set (a
+        server's start asked to stop while another process holds the lock)."""
         with self._mutex:
             if self._count == 0:
                 try:
-                    self._fd = _flock(self.path, self.timeout)
+                    self._fd = _flock(self.path, self.timeout, stop=stop)
                 except OSError:
                     if self.fallback is None:
                         raise
-                    self._fd = _flock(self.fallback, self.timeout)
+                    self._fd = _flock(self.fallback, self.timeout, stop=stop)
             self._count += 1
 
     def release(self) -> None:
@@ -52,6 +54,15 @@ class ProcessLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 os.close(self._fd)
                 self._fd = None
+
+    @contextlib.contextmanager
+    def held(self, stop: threading.Event | None = None) -> Iterator[None]:
+        """Hold it for the block (:meth:`acquire`'s ``stop``)."""
+        self.acquire(stop)
+        try:
+            yield
+        finally:
+            self.release()
 
     def __enter__(self) -> ProcessLock:
         self.acquire()
@@ -111,7 +122,14 @@ class CommitGate:
         return flocked(self.path, self.timeout, busy=busy, fallback=self.fallback)
 
 
-def _flock(path: Path, timeout: float, mode: int = fcntl.LOCK_EX, busy: str = "") -> int:
+def _flock(
+    path: Path,
+    timeout: float,
+    mode: int = fcntl.LOCK_EX,
+    busy: str = "",
+    *,
+    stop: threading.Event | None = None,
+) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout
@@ -121,6 +139,9 @@ def _flock(path: Path, timeout: float, mode: int = fcntl.LOCK_EX, busy: str = ""
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
+            if stop is not None and stop.is_set():
+                os.close(fd)
+                raise VaultBusy(f"stopped while another vaultmem process held {path}") from None
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise VaultBusy(

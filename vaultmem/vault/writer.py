@@ -142,12 +142,12 @@ class VaultWriter:
         if open_now:
             self.open()
 
-    def open(self) -> None:
-        """The start (``open_now=False`` leaves it to the caller; nothing may be written nor the
-        catalog read before it): sweep what a crash left, scan the catalog with ``git status``
-        beside it, commit what was written but not committed, start the commit thread."""
+    def open(self, stop: threading.Event | None = None) -> None:
+        """The start (``open_now=False`` leaves it to the caller; nothing may be written nor the catalog
+        read before it): sweep what a crash left, scan the catalog with ``git status`` beside it, commit
+        what was written but not committed, start the commit thread (``stop``: ProcessLock.acquire)."""
         layout, repo, catalog = self.layout, self.repo, self.catalog
-        with self._process_lock, self._lock:
+        with self._process_lock.held(stop), self._lock:
             repo.sweep_pathspec_files()
             if needs_recovery(repo.git_dir):  # a sync round a kill interrupted: before the start-up
                 # commit. Under the commit gate, which a round holds while it merges: a process whose
