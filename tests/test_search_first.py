@@ -24,11 +24,11 @@ from typing import Any
 import anyio
 import pytest
 from mcp_harness import Lines, mcp_client, stdio_env, structured
+from test_server_process import served
 
 from vaultmem.config import Settings
 from vaultmem.index.embedder import FakeEmbedder
 from vaultmem.memory import Memory, SearchRequest
-from vaultmem.server.token import read_token
 from vaultmem.vault.writer import WRITE_LOCK
 
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))
@@ -41,33 +41,11 @@ NOTES = {
 
 @contextmanager
 def serving(vault: Path, config: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, Lines]]:
-    """``vaultmem serve`` on a free port (the test-only fake model: a start in a fraction of a second)."""
+    """``vaultmem serve`` on a free port (the test-only fake model: a start in a fraction of a
+    second), stopped with SIGINT: a clean stop, which saves the snapshot a restart opens from."""
     env = stdio_env(XDG_CONFIG_HOME=str(config), VAULTMEM_EMBEDDER="fake")
-    process = subprocess.Popen(
-        [VAULTMEM, "serve", "--vault", str(vault), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    output = Lines(process.stdout)
-    try:
-        url = output.until(r"MCP URL:\s+(\S+)").group(1)
-        token = read_token(Path(output.until(r"token file:\s+(.+?)\s*$").group(1)))
-        assert token is not None
-        output.until(r"Stop with Ctrl-C")
-        yield process, url, token, output
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=30)
-        output.thread.join(timeout=30)
-        process.stdout.close()
+    with served([VAULTMEM, "serve", "--vault", str(vault), "--port", "0"], env, stop=signal.SIGINT) as daemon:
+        yield daemon
 
 
 def call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

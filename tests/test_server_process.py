@@ -3,6 +3,7 @@ start them, with the real embedding model."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -31,13 +32,22 @@ def serve_process(
     """``vaultmem serve --vault V --init`` as the Makefile runs it, on a free port (``vaultmem``: the
     script to run, this environment's by default)."""
     env = stdio_env(XDG_CONFIG_HOME=str(config_home))
-    process = subprocess.Popen(
-        [vaultmem, "serve", "--vault", str(vault), "--init", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
+    with served([vaultmem, "serve", "--vault", str(vault), "--init", "--port", "0"], env) as (
+        process,
+        url,
+        token,
+        _,
+    ):
+        yield process, url, token
+
+
+@contextmanager
+def served(
+    argv: list[str], env: dict[str, str], *, stop: signal.Signals | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str, str, Lines]]:
+    """A daemon started with ``argv``, once its banner names its URL and token file; at the end it
+    is sent ``stop`` (and waited for) if given, then killed if still running."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None
     output = Lines(process.stdout)
     try:
@@ -46,8 +56,12 @@ def serve_process(
         token = read_token(Path(output.until(r"token file:\s+(.+?)\s*$").group(1)))
         assert token is not None
         output.until(r"Stop with Ctrl-C")
-        yield process, url, token
+        yield process, url, token, output
     finally:
+        if stop is not None and process.poll() is None:
+            process.send_signal(stop)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=60)
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
