@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 START_WAIT = 30.0
 STILL_STARTING = (
     "vaultmem is still bringing its search index up to date with the vault (on a vault's first start "
-    "it embeds every note: about a minute per thousand notes on a small machine); nothing ran, "
-    "retry in a minute"
+    "it embeds every note: about a minute per thousand notes on a small machine; on a restart it "
+    "scans the vault, or waits for another vaultmem process that holds the vault's write lock); "
+    "nothing ran, retry in a minute"
 )
 
 
