@@ -151,17 +151,17 @@ def test_text_cut_in_the_middle_of_an_emoji_is_written_over_http_with_a_replacem
 
 @contextlib.contextmanager
 def stdio_server(
-    vault: Path, *lines: str, argv: list[str] | None = None
+    vault: Path, *lines: str, argv: list[str] | None = None, env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
-    """A stdio server (the fake embedder's, or ``argv``) sent ``lines``; it must exit 0 once its
-    input closes."""
+    """A stdio server (the fake embedder's, or ``argv`` in ``env``) sent ``lines``; it must exit 0
+    once its input closes."""
     command, args = fake_stdio_command(vault)
     process = subprocess.Popen(
         argv or [command, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=stdio_env(),
+        env=env or stdio_env(),
         encoding="utf-8",
     )
     assert process.stdin is not None and process.stdout is not None

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp_harness import Lines, mcp_client, stdio_env, structured
+from test_other_clients import stdio_server
 from test_server_process import served
 
 from vaultmem.config import Settings
@@ -254,41 +255,22 @@ def test_the_stdio_server_answers_a_search_while_its_start_waits_and_holds_a_wri
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     search = {"name": "memory_search", "arguments": {"query": "descale kettle citric acid", "limit": 1}}
     append = {"name": "memory_append", "arguments": {"content": "Oil the hinge.", "kind": "fix"}}
-    with write_lock_held(vault) as release:
-        process = subprocess.Popen(
-            [VAULTMEM, "mcp", "--vault", str(vault)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            encoding="utf-8",
-        )
-        assert process.stdin is not None and process.stdout is not None
-        replies = Lines(process.stdout)
-        try:
-            for message in (
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
-                {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": append},
-            ):
-                process.stdin.write(json.dumps(message) + "\n")
-            process.stdin.flush()
-            found = json.loads(replies.until(r'"id":\s*2\b', timeout=30).string)["result"]
-            assert (
-                not found["isError"] and "citric acid" in found["structuredContent"]["results"][0]["snippet"]
-            )
-            time.sleep(1.0)
-            assert not re.search(r'"id":\s*3\b', replies.drain())  # the write waits for the start
-            release()
-            written = json.loads(replies.until(r'"id":\s*3\b', timeout=30).string)["result"]
-            assert not written["isError"], written
-            process.stdin.close()
-            assert process.wait(timeout=60) == 0
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=30)
-            replies.thread.join(timeout=30)
-            process.stdout.close()
+    messages = (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": append},
+    )
+    argv = [VAULTMEM, "mcp", "--vault", str(vault)]
+    with (
+        write_lock_held(vault) as release,
+        stdio_server(vault, *map(json.dumps, messages), argv=argv, env=env) as (_, replies),
+    ):
+        found = json.loads(replies.until(r'"id":\s*2\b', timeout=30).string)["result"]
+        assert not found["isError"] and "citric acid" in found["structuredContent"]["results"][0]["snippet"]
+        time.sleep(1.0)
+        assert not re.search(r'"id":\s*3\b', replies.drain())  # the write waits for the start
+        release()
+        written = json.loads(replies.until(r'"id":\s*3\b', timeout=30).string)["result"]
+        assert not written["isError"], written
     assert any("Oil the hinge." in p.read_text(encoding="utf-8") for p in vault.rglob("*.md"))

@@ -119,7 +119,6 @@ def open_vault(
         lock_timeout=settings.write_lock_timeout,
         background_commits=background_commits,
         hidden_commit_interval=settings.hidden_commit_interval,
-        open_now=False,
     )
     opened = OpenedVault(
         settings, layout, repo, catalog, store, writer, None, calibration, warmup, watch=watch and index

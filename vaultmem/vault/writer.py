@@ -95,7 +95,6 @@ class VaultWriter:
         lock_timeout: float,
         background_commits: bool = True,
         hidden_commit_interval: float = 0.0,
-        open_now: bool = True,
     ) -> None:
         self.layout = layout
         self.repo = repo
@@ -139,13 +138,11 @@ class VaultWriter:
         #: Whether :meth:`open` has run: the catalog holds the vault and writes may begin.
         self.opened = False
         layout.state_dir.mkdir(parents=True, exist_ok=True)
-        if open_now:
-            self.open()
 
     def open(self, stop: threading.Event | None = None) -> None:
-        """The start (``open_now=False`` leaves it to the caller; nothing may be written nor the catalog
-        read before it): sweep what a crash left, scan the catalog with ``git status`` beside it, commit
-        what was written but not committed, start the commit thread (``stop``: ProcessLock.acquire)."""
+        """The start, which the opener calls (nothing may be written nor the catalog read before it):
+        sweep what a crash left, scan the catalog with ``git status`` beside it, commit what was
+        written but not committed, start the commit thread (``stop``: ProcessLock.acquire)."""
         layout, repo, catalog = self.layout, self.repo, self.catalog
         with self._process_lock.held(stop), self._lock:
             repo.sweep_pathspec_files()
