@@ -164,7 +164,7 @@ def test_a_hit_whose_file_changed_waits_for_the_start_and_a_small_vault_starts_a
         assert time.monotonic() - began >= 0.4  # waited for the start
         assert "every week" in again["results"][0]["snippet"]
         starting.join()
-    big = Settings.resolve(vault, durable=False)  # search_first_notes: 20,000 by default
+    big = Settings.resolve(vault, durable=False)  # search_first_notes: 5,000 by default
     with Memory(big, embedder=FakeEmbedder(), search_first=True) as memory:
         assert memory.scanned
         memory.start()

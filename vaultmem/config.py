@@ -97,7 +97,7 @@ class Settings:
     #: index opened from the snapshot its last clean stop saved, answers ``memory_search`` while it
     #: scans the vault behind (docs/architecture.md, "Searching while the vault is scanned"); every
     #: other tool waits for the scan and the reconcile. 0: on every vault.
-    search_first_notes: int = 20000
+    search_first_notes: int = 5000
     #: memory_recall hits after which a thought is promoted to a primer (memory_primers).
     primer_threshold: int = 3
     #: Days without an update after which an active thought shows on memory_status's frontier as stale.
