@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from vaultmem.index.embedder import EmbedderUnavailable, OnnxEmbedder, default_model_dir
+from vaultmem.index.meta import LAYOUT_VERSION, IndexMeta
 
 pytestmark = pytest.mark.model
 
@@ -173,3 +174,96 @@ def test_a_process_held_to_one_core_embeds_on_its_own_thread() -> None:
     done = subprocess.run([sys.executable, "-c", ONE_CORE], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "vaultmem-embed" not in json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _model_dir(folder: Path, model: bytes) -> Path:
+    """A model directory of one's own whose ``model.onnx`` holds ``model`` (hashed, never loaded)."""
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(model)
+    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
+def _record_for(folder: Path, state: Path) -> IndexMeta:
+    """``index.json`` as an index built before the stamp was kept, then opened by a process that
+    saves (``record``): the stamp is added once the file's hash matched."""
+    state.mkdir(exist_ok=True)
+    (state / "index.json").write_text(
+        json.dumps({"model_id": OnnxEmbedder(folder).model_id, "dim": 384, "layout": LAYOUT_VERSION}),
+        encoding="utf-8",
+    )
+    IndexMeta.read(state).vouch(OnnxEmbedder(folder), record=True)
+    return IndexMeta.read(state)
+
+
+def test_an_index_vouches_for_its_models_id_until_the_model_file_is_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening an index hashed the 22 MB model at every start (~35 ms of each CLI search and each
+    daemon start): ``index.json`` now records the model file's stamp (size, times, inode) beside its
+    id, and a file with that stamp is taken for that id unhashed. A file rewritten in place, to the
+    same size and with its modification time put back, is hashed again, and its new id is seen."""
+    folder = _model_dir(tmp_path / "own", b"first model bytes")
+    first = OnnxEmbedder(folder)
+    expected = first.model_id
+    meta = _record_for(folder, tmp_path / "state")
+    assert meta.values["model_file"] == first.file_stamp()
+
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counted(*args: bytes) -> object:
+        hashed.append(1)
+        return real(*args)
+
+    monkeypatch.setattr("vaultmem.index.embedder.hashlib.sha256", counted)
+    again = OnnxEmbedder(folder)
+    IndexMeta.read(tmp_path / "state").vouch(again, record=True)
+    assert again.model_id == expected and not hashed and not meta.stale_for(again)
+
+    before = (folder / "model.onnx").stat()
+    (folder / "model.onnx").write_bytes(b"other model bytes")  # the same length
+    os.utime(folder / "model.onnx", ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = OnnxEmbedder(folder)
+    IndexMeta.read(tmp_path / "state").vouch(changed, record=True)
+    assert hashed and changed.model_id != expected
+    assert IndexMeta.read(tmp_path / "state").stale_for(changed)  # the index is rebuilt for it
+
+
+def test_a_read_only_open_never_writes_the_stamp(tmp_path: Path) -> None:
+    """``vaultmem doctor`` opens the index without saving anything: it hashes, and leaves
+    ``index.json`` as it was, byte for byte."""
+    folder = _model_dir(tmp_path / "own", b"some model")
+    state = tmp_path / "state"
+    state.mkdir()
+    embedder = OnnxEmbedder(folder)
+    (state / "index.json").write_text(
+        json.dumps({"model_id": embedder.model_id, "dim": 384, "layout": LAYOUT_VERSION}), encoding="utf-8"
+    )
+    before = (state / "index.json").read_bytes()
+    IndexMeta.read(state).vouch(OnnxEmbedder(folder), record=False)
+    assert (state / "index.json").read_bytes() == before
+
+
+def test_the_clis_index_records_the_packaged_models_stamp(tmp_path: Path) -> None:
+    """Through the CLI as a user runs it: the index a ``vaultmem search`` built names the packaged
+    model file's stamp, and the next search (which takes the id unhashed) answers the same."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("VAULTMEM_EMBEDDER", None)
+    vault = tmp_path / "vault"
+
+    def vaultmem(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "vaultmem.cli", "--vault", str(vault), *args],
+            input=stdin, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    vaultmem("init")
+    vaultmem("append", "--kind", "reference", "-", stdin="The kettle descales with citric acid.")
+    first = vaultmem("search", "--json", "descale the kettle")
+    (record,) = [json.loads(p.read_text()) for p in (vault / ".vaultmem").rglob("index.json")]
+    assert record["model_file"] == OnnxEmbedder().file_stamp()
+    assert record["model_id"] == OnnxEmbedder().model_id
+    assert vaultmem("search", "--json", "descale the kettle") == first

@@ -154,11 +154,13 @@ class OnnxEmbedder:
         self._input_names: frozenset[str] = frozenset()
         self._dim: int | None = None
         self._model_id: str | None = None
+        self._id_stamp: list[int] | None = None  # the model file's stamp when the id was taken
 
     @property
     def model_id(self) -> str:
         """``<name>@<first 12 hex digits of the sha256 of model.onnx>``, computed once."""
         if self._model_id is None:
+            stamp = self.file_stamp()  # before the hash: a rewrite while it runs changes it
             digest = hashlib.sha256()
             try:
                 with self._model_path.open("rb") as handle:
@@ -166,8 +168,38 @@ class OnnxEmbedder:
                         digest.update(chunk)
             except OSError as exc:
                 raise EmbedderUnavailable(f"cannot read embedding model {self._model_path}: {exc}") from exc
-            self._model_id = f"{self._name}@{digest.hexdigest()[:12]}"
+            self._model_id, self._id_stamp = f"{self._name}@{digest.hexdigest()[:12]}", stamp
         return self._model_id
+
+    def file_stamp(self) -> list[int] | None:
+        """What changes whenever ``model.onnx`` is replaced or rewritten (size, times, inode,
+        device); None when it cannot be read. An index records it beside the model's id."""
+        try:
+            st = self._model_path.stat()
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+    def id_stamp(self) -> list[int] | None:
+        """The :meth:`file_stamp` of the file :attr:`model_id` was computed from (or vouched for),
+        while the file is still that one; None otherwise, or before the id is known."""
+        if self._id_stamp is None or self._id_stamp != self.file_stamp():
+            return None
+        return self._id_stamp
+
+    def vouch(self, stamp: object, model_id: object) -> None:
+        """Take ``model_id`` as this model's id without hashing the file (~35 ms for the packaged
+        model at every start) when ``stamp`` is :meth:`file_stamp` now: the file is the one an
+        index hashed when it recorded both. The inode and the change time, which no tool can set
+        back, change with any rewrite of the file."""
+        if (
+            self._model_id is None
+            and isinstance(model_id, str)
+            and model_id.startswith(f"{self._name}@")
+            and isinstance(stamp, list)
+            and stamp == self.file_stamp()
+        ):
+            self._model_id, self._id_stamp = model_id, stamp
 
     @property
     def dim(self) -> int:

@@ -6,13 +6,14 @@ does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vaultmem.errors import IndexError_
-from vaultmem.index.embedder import Embedder
+from vaultmem.index.embedder import Embedder, OnnxEmbedder
 from vaultmem.vault.atomic import atomic_write
 from vaultmem.vault.reading import read_regular
 
@@ -47,7 +48,27 @@ class IndexMeta:
     def write(self, embedder: Embedder) -> None:
         """Record ``embedder`` and today's layout, durably (write, fsync, rename)."""
         self.values = {"model_id": embedder.model_id, "dim": embedder.dim, "layout": LAYOUT_VERSION}
+        stamp = embedder.id_stamp() if isinstance(embedder, OnnxEmbedder) else None
+        if stamp is not None:
+            self.values["model_file"] = stamp
         atomic_write(self.path, json.dumps(self.values).encode("utf-8"))
+
+    def vouch(self, embedder: Embedder, *, record: bool) -> None:
+        """Give ``embedder`` the model id this record holds when its model file is the one hashed
+        for it (``model_file``), so that opening the index does not hash the model again. With
+        ``record``, a record without that stamp (an index built before it was kept) gets it once
+        the file's hash has matched."""
+        if not isinstance(embedder, OnnxEmbedder) or not self.values:
+            return
+        stamp = embedder.file_stamp()
+        if stamp is None:
+            return
+        if self.values.get("model_file") == stamp:
+            embedder.vouch(stamp, self.values.get("model_id"))
+        elif record and not self.stale_for(embedder) and (hashed := embedder.id_stamp()) is not None:
+            self.values["model_file"] = hashed  # (stale_for hashed the file, once)
+            with contextlib.suppress(OSError):  # a read-only state folder: hashed at each open
+                atomic_write(self.path, json.dumps(self.values).encode("utf-8"))
 
     def stale_for(self, embedder: Embedder) -> bool:
         """True when the stored vectors or derived columns were built by another model or layout.
