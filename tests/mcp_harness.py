@@ -93,15 +93,25 @@ def error_text(result: CallToolResult) -> str:
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.02) -> T:
-    """Poll until ``predicate`` returns something truthy; fail after ``timeout`` seconds."""
+    """Poll until ``predicate`` returns something truthy; fail after ``timeout`` seconds.
+
+    The pause grows from ``interval`` by half each time, to at most ``POLL_CEILING``: many
+    predicates run git or read the vault, and polled every 20 ms through a watcher's quiet
+    period they took CPU from the daemon under test (the suite is CPU-bound on 2 cores)."""
     deadline = time.monotonic() + timeout
+    pause = interval
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
+        time.sleep(pause)
+        pause = max(interval, min(pause * 1.5, POLL_CEILING))
+
+
+#: The longest pause between two polls of :func:`wait_for` (an interval asked for above it is kept).
+POLL_CEILING = 0.2
 
 
 def stdio_env(**extra: str) -> dict[str, str]:

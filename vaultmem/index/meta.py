@@ -45,6 +45,13 @@ class IndexMeta:
             ) from exc
         return cls(path, loaded)
 
+    @classmethod
+    def read_for(cls, state_dir: Path, embedder: Embedder, *, record: bool) -> IndexMeta:
+        """:meth:`read`, then :meth:`vouch` for ``embedder``."""
+        meta = cls.read(state_dir)
+        meta.vouch(embedder, record=record)
+        return meta
+
     def write(self, embedder: Embedder) -> None:
         """Record ``embedder`` and today's layout, durably (write, fsync, rename)."""
         self.values = {"model_id": embedder.model_id, "dim": embedder.dim, "layout": LAYOUT_VERSION}

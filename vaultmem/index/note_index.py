@@ -106,8 +106,7 @@ class NoteIndex:
         self.failed_writes: dict[str, str] = {}
         #: Called on the writer thread when a write fails for good (the owner schedules a retry).
         self.on_write_failure: Callable[[], None] | None = None
-        self._meta = IndexMeta.read(self._state_dir)
-        self._meta.vouch(embedder, record=saves_snapshot)
+        self._meta = IndexMeta.read_for(self._state_dir, embedder, record=saves_snapshot)
         #: The LanceDB tables, opened when first needed (:meth:`_lance`): not at all by an open
         #: that adopts its snapshot and then only searches.
         self._tables: NoteTables | None = None
@@ -230,8 +229,7 @@ class NoteIndex:
                     log.info("the search index was replaced (a full rebuild?); now using %s", folder)
                     with lance_errors(f"open {folder}"):
                         self._state_dir = folder
-                        self._meta = IndexMeta.read(self._state_dir)
-                        self._meta.vouch(self._embedder, record=self._saves_snapshot)
+                        self._meta = IndexMeta.read_for(folder, self._embedder, record=self._saves_snapshot)
                         self._tables = None  # the new folder's, opened when needed
                         self._cache.table = None
                     self._cache.forget_known()
