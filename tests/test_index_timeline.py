@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from vaultmem.index.timeline import Timeline, parse_timestamp
 
 
@@ -64,3 +66,29 @@ def test_unparsable_dates_have_no_neighbours() -> None:
     t = Timeline()
     t.add("a", "p", "yesterday")
     assert t.neighbours("a", 60) == []
+
+
+def test_a_reload_holds_what_the_same_notes_added_one_by_one_hold() -> None:
+    """``replace`` (the index's open: one pass over every note, its two sequences filled at once)
+    and ``add`` (each write) give the same sequences and neighbours, for notes of many projects and
+    sessions, ties in time, notes without a session or project, and dates that do not parse."""
+    rng = random.Random(7)
+    items = [
+        (
+            f"0190a000-0000-7000-8000-{n:012d}",
+            rng.choice([None, "alpha", "beta", "gamma"]),
+            rng.choice(["2025-01-01T10:00:00Z", "not a date", ""])
+            if n % 11 == 0
+            else f"2025-01-0{1 + n % 3}T10:{rng.randrange(60):02d}:00+00:00",
+            rng.choice([None, "s1", "s2", "s3"]),
+        )
+        for n in range(400)
+    ]
+    reloaded, added = Timeline(), Timeline()
+    reloaded.replace(items)
+    for note_id, project, created, session in reversed(items):
+        added.add(note_id, project, created, session)
+    for note_id, *_ in items:
+        assert reloaded.keys_of(note_id) == added.keys_of(note_id)
+        for order in ("project", "session"):
+            assert reloaded.neighbours(note_id, 3600, 3, order) == added.neighbours(note_id, 3600, 3, order)
