@@ -416,3 +416,44 @@ def test_doctor_reports_tables_it_cannot_read_though_the_snapshot_answers(tmp_pa
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["index_unreadable"] and not report["ok"]
     assert "ledger queue" in cli(env, "search", "--vault", str(vault), "ledger").stdout
+
+
+FILTERS = [
+    SearchFilters(statuses=None),
+    SearchFilters(),
+    SearchFilters(statuses=frozenset({"archived"})),
+    SearchFilters(statuses=None, project="alpha"),
+    SearchFilters(statuses=None, kind="reference"),
+    SearchFilters(project="beta", kind="note"),
+    SearchFilters(statuses=None, project="nowhere"),
+]
+
+
+def test_a_reopened_index_answers_every_filter_as_the_process_that_wrote_it(tmp_path: Path) -> None:
+    """The open builds the status, project and kind columns for every note at once (``replace``);
+    the writes built them note by note (``put``). Both opens (the snapshot adopted, then the table
+    read after the snapshot is gone) answer each filter with the same notes and scores."""
+    folder = tmp_path / "state"
+    rng = random.Random(11)
+    index = NoteIndex(folder, FakeEmbedder())
+    index.upsert([record(i, rng) for i in range(80)])
+    index.wait_for_writes()
+
+    def each(index: NoteIndex) -> list[list[tuple[str, float]]]:
+        return [
+            [(h.record.id, round(h.score, 6)) for h in index.search("billing port staging", f, k=30).hits]
+            for f in FILTERS
+        ]
+
+    written = each(index)
+    index.close()
+    assert len({len(found) for found in written}) > 3 and written[-1] == []  # the filters differ
+    for adopting in (True, False):
+        if not adopting:
+            (folder / snapshot.FILE).unlink()
+        reopened = NoteIndex(folder, FakeEmbedder())
+        try:
+            assert reopened.adopted_snapshot is adopting
+            assert each(reopened) == written
+        finally:
+            reopened.close()
