@@ -267,3 +267,20 @@ def test_the_clis_index_records_the_packaged_models_stamp(tmp_path: Path) -> Non
     assert record["model_file"] == OnnxEmbedder().file_stamp()
     assert record["model_id"] == OnnxEmbedder().model_id
     assert vaultmem("search", "--json", "descale the kettle") == first
+
+
+def test_the_stamp_is_not_written_over_a_record_another_process_wrote_meanwhile(tmp_path: Path) -> None:
+    """A process that read ``index.json`` before another one rebuilt the index for another model
+    leaves that one's record as it is (its own, older one would make the next open rebuild again)."""
+    folder = _model_dir(tmp_path / "own", b"the model")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "index.json").write_text(
+        json.dumps({"model_id": OnnxEmbedder(folder).model_id, "dim": 384, "layout": LAYOUT_VERSION}),
+        encoding="utf-8",
+    )
+    meta = IndexMeta.read(state)
+    rebuilt = json.dumps({"model_id": "another@0123456789ab", "dim": 768, "layout": LAYOUT_VERSION})
+    (state / "index.json").write_text(rebuilt, encoding="utf-8")
+    meta.vouch(OnnxEmbedder(folder), record=True)
+    assert (state / "index.json").read_text(encoding="utf-8") == rebuilt

@@ -73,9 +73,12 @@ class IndexMeta:
         if self.values.get("model_file") == stamp:
             embedder.vouch(stamp, self.values.get("model_id"))
         elif record and not self.stale_for(embedder) and (hashed := embedder.id_stamp()) is not None:
+            read = dict(self.values)
             self.values["model_file"] = hashed  # (stale_for hashed the file, once)
-            with contextlib.suppress(OSError):  # a read-only state folder: hashed at each open
-                atomic_write(self.path, json.dumps(self.values).encode("utf-8"))
+            with contextlib.suppress(OSError, ValueError):  # a read-only state folder: hashed each open
+                # not over a record another process (a reindex with another model) wrote meanwhile
+                if json.loads(read_regular(self.path).decode("utf-8")) == read:
+                    atomic_write(self.path, json.dumps(self.values).encode("utf-8"))
 
     def stale_for(self, embedder: Embedder) -> bool:
         """True when the stored vectors or derived columns were built by another model or layout.
