@@ -12,9 +12,9 @@ For each size:
   just before the spawn until the answer to its first ``memory_search`` over MCP (streamable HTTP,
   bearer token) is back; then the daemon's RSS (``VmRSS``, with its anonymous and file-backed
   parts) and peak RSS (``VmHWM``) are read from ``/proc``. The median of ``--runs`` starts (after one
-  that warms the page cache), each stopped with SIGTERM. The daemon runs ``vaultmem.cli:main`` (what
-  the console script runs) with pandas hidden, as a ``pip install vaultmem`` machine has none:
-  pyarrow imports it when it is installed, and the dev extra installs it (``--with-pandas``);
+  that warms the page cache), each stopped with SIGTERM. The daemon runs ``vaultmem.cli:run`` (what
+  the console script runs), which keeps pandas out (``vaultmem/program.py``: pyarrow imports it
+  when it is installed, and the dev extra installs it); ``--with-pandas`` runs ``main`` instead;
 - with ``--tables-rss``, also the RSS once ``memory_status`` health has read the index's tables: a
   daemon whose index opened from its snapshot loads LanceDB only then (or at its first write);
 - **restart with nothing changed**: in a process that has imported everything already, the time to
@@ -65,8 +65,9 @@ TARGETS: dict[int, dict[str, float]] = {
     100000: {"rss_mib": 800, "cold_s": 2.0, "restart_s": 1.0},
 }
 QUERY = "which port does the billing service use in staging"
-#: ``vaultmem serve`` as the console script runs it (``vaultmem.cli:main``), pandas hidden or not.
-DAEMON = "import sys\n{block}\nfrom vaultmem.cli import main\nsys.exit(main())\n"
+#: ``vaultmem serve`` as the console script runs it (``vaultmem.cli:run``, which keeps pandas out),
+#: or with ``--with-pandas`` the same command through ``main`` in a process that may load it.
+DAEMON = "import sys\nfrom vaultmem.cli import {entry}\nsys.exit({entry}())\n"
 
 
 # -- the prepared vaults -------------------------------------------------------------------------
@@ -191,7 +192,7 @@ def first_answer(
     if prefault_mib:
         prefault(prefault_mib)  # host-backed pages for the daemon, as on a real machine
     url = f"http://127.0.0.1:{port}/mcp"
-    code = DAEMON.format(block="" if with_pandas else BLOCK_PANDAS)
+    code = DAEMON.format(entry="main" if with_pandas else "run")
     spawned = time.perf_counter()
     daemon = subprocess.Popen(
         [sys.executable, "-c", code, "--vault", str(vault), "serve", "--port", str(port)],

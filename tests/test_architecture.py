@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vaultmem"
 LAYERS = ["base", "notes", "vault", "filing", "index", "sync", "operations", "facade", "adapters"]
 #: Modules every layer may import (they import nothing of vaultmem's above them).
 BASE = {"vaultmem", "vaultmem.config", "vaultmem.errors", "vaultmem.caller", "vaultmem.safe_yaml",
-        "vaultmem.resources"}  # fmt: skip
+        "vaultmem.resources", "vaultmem.program"}  # fmt: skip
 FACADE = {"vaultmem.memory", "vaultmem.opening", "vaultmem.limits"}
 ADAPTERS = ("vaultmem.mcp", "vaultmem.server", "vaultmem.cli")
 #: What an adapter may import of the rest of the package: the door, its bounds, the base.

@@ -8,6 +8,7 @@ that writes one note or prints a token needs none of them.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -80,3 +81,21 @@ def test_a_command_that_searches_does_load_the_index(vault: Path) -> None:
     done, modules = imported_by(vault, "doctor")
     assert done.returncode == 0, done.stderr[-500:]
     assert "lancedb" in index_modules(modules)  # the tables are read, though a snapshot was saved
+    # pandas is installed here (the dev extra), and pyarrow asks for it as LanceDB loads: the
+    # program answers "not installed" (0.8 s of CPU a command), as a `pip install vaultmem` machine
+    assert importlib.util.find_spec("pandas") is not None
+    assert "pyarrow" in modules and not [m for m in modules if m.startswith("pandas.")]
+
+
+def test_vaultmem_as_a_library_keeps_pandas_importable() -> None:
+    """Only the program keeps pandas out: :func:`vaultmem.cli.main` called in another program's
+    process (as these tests call it) leaves that process's imports alone."""
+    code = (
+        "import sys\n"
+        "from vaultmem.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "import pandas\n"
+        "print(pandas.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split()[-1] == "pandas", done.stderr[-500:]

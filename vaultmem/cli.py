@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.caller import Caller, acting_as, os_user, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import GitLocked, VaultError, VaultmemError
+from vaultmem.program import BLAS_THREAD_ENV, prepare_process
 
 if TYPE_CHECKING:
     from vaultmem.memory import GitLockInfo, Memory, SyncReport
@@ -566,15 +567,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: NumPy's BLAS thread pools, kept to one thread unless the person set them: a search's vector scan
-#: is ~1 ms of one core, and a pool of spinning threads made it 15-30x slower on a busy machine
-#: (docs/benchmarks.md, "BLAS threads"). Set before NumPy is first imported, which no command
-#: does before ``main`` runs.
-BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+def run() -> int:
+    """The ``vaultmem`` program (its console script, ``python -m vaultmem.cli``): :func:`main` in a
+    process set up as vaultmem's own (``program.py``: no pandas, one BLAS thread)."""
+    prepare_process()
+    return main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    for name in BLAS_THREAD_ENV:
+    for name in BLAS_THREAD_ENV:  # (program.py says why)
         os.environ.setdefault(name, "1")
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -596,4 +597,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())
