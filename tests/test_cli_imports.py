@@ -99,3 +99,16 @@ def test_vaultmem_as_a_library_keeps_pandas_importable() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.split()[-1] == "pandas", done.stderr[-500:]
+
+
+def test_a_one_shot_search_never_loads_the_secret_detector_and_a_write_does(vault: Path) -> None:
+    """The secret detector (detect-secrets and its HTTP client, ~0.1 s of CPU) is warmed ahead of
+    the first write only in a long-running process; ``vaultmem search`` writes nothing, and
+    ``vaultmem append`` loads it to check what it writes."""
+    done, modules = imported_by(vault, "append", "--kind", "reference", "The staging port is 8443.")
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "detect_secrets" in modules
+    done, modules = imported_by(vault, "search", "staging port")
+    assert done.returncode == 0 and "8443" in done.stdout, done.stderr[-500:]
+    assert "lancedb" in index_modules(modules) or "onnxruntime" in index_modules(modules)
+    assert not [m for m in modules if m.startswith("detect_secrets")]

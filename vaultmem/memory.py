@@ -102,7 +102,8 @@ class Memory:
             clock=clock,
             index=opened.index,
             calibration=opened.calibration,
-            warm_guard=not search_first,
+            # the secret detector ahead of the first write in a long-running process only
+            warm_guard=background_commits and not search_first,
         )
         if opened.index is not None:
             from vaultmem.sync.keeper import IndexKeeper
