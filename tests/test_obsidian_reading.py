@@ -13,13 +13,9 @@ from typing import Any
 
 import pytest
 from conftest import FakeClock, hand_write, snapshot
-from layers import parts
 from upkeep_wire import LocalWire, local_runtime
 
-from vaultmem.config import Settings
 from vaultmem.errors import MalformedNote
-from vaultmem.index.embedder import FakeEmbedder
-from vaultmem.memory import Memory
 from vaultmem.notes.frontmatter import parse
 from vaultmem.notes.links import text_refs
 from vaultmem.notes.model import without_templater
@@ -85,23 +81,6 @@ def test_an_agent_gets_no_edge_for_a_link_inside_math(vault: Path, clock: FakeCl
         ids = _ids(wire)
         assert _linked(wire, ids["notes/Semantics.md"]) == {"notes/Books.md"}
         assert wire.recall(action="list", tag="lemma")["items"] == []
-
-
-def test_an_index_row_with_a_tag_the_note_no_longer_has_is_written_again(vault: Path) -> None:
-    """A row an earlier version wrote, with the tag from inside math (or the `tg` of `#tg🚀rocket`,
-    or a `...`-closed block's `tags:`), is brought up to date at the next start, nothing re-embedded."""
-    hand_write(vault, "notes/Walk.md", "Walk daily, $n #steps$ of them. #health\n")
-    memory = Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
-    try:
-        memory.reconcile()
-        index = parts(memory).index
-        (row,) = index.records_for_paths(["notes/Walk.md"])
-        index.upsert([row.but(tags=("steps", "health"))])  # as an earlier version wrote it
-        assert memory.reconcile().indexed == ["notes/Walk.md"]
-        assert index.records_for_paths(["notes/Walk.md"])[0].tags == ("health",)
-        assert memory.reconcile().indexed == []
-    finally:
-        memory.close()
 
 
 # -- Templater --------------------------------------------------------------------------------------

@@ -274,16 +274,27 @@ def test_body_tags_filter_searches_and_show_among_the_tags(vault: Path, clock: F
         assert searched["results"][0]["tags"] == ["baking", "kitchen"]
 
 
-def test_a_reconcile_writes_again_an_index_row_that_lacks_a_notes_body_tags(vault: Path) -> None:
-    """Rows written before body tags counted are brought up to date without re-embedding."""
-    hand_write(vault, "notes/Plan.md", "Walk daily. #health\n")
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("Walk daily. #health\n", ()),  # before body tags counted
+        ("Walk daily, $n #steps$ of them. #health\n", ("steps", "health")),  # a tag read inside math
+    ],
+)
+def test_a_reconcile_writes_again_an_index_row_whose_tags_the_note_no_longer_has(
+    vault: Path, text: str, written: tuple[str, ...]
+) -> None:
+    """A row an earlier version wrote with other tags (none before body tags counted; the tag from
+    inside math, or the ``tg`` of ``#tg🚀rocket``) is brought up to date at the next start, nothing
+    re-embedded, and left alone after that."""
+    hand_write(vault, "notes/Plan.md", text)
     memory = Memory(Settings.resolve(vault, durable=False), embedder=FakeEmbedder())
     try:
         memory.reconcile()
         index = parts(memory).index
         (row,) = index.records_for_paths(["notes/Plan.md"])
-        index.upsert([row.but(tags=())])  # as an earlier version wrote it
-        assert index.records_for_paths(["notes/Plan.md"])[0].tags == ()
+        index.upsert([row.but(tags=written)])  # as an earlier version wrote it
+        assert index.records_for_paths(["notes/Plan.md"])[0].tags == written
         assert memory.reconcile().indexed == ["notes/Plan.md"]
         assert index.records_for_paths(["notes/Plan.md"])[0].tags == ("health",)
         assert memory.reconcile().indexed == []
