@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.caller import Caller, acting_as, os_user, redactions
 from vaultmem.config import Settings, find_homes
 from vaultmem.errors import GitLocked, VaultError, VaultmemError
-from vaultmem.program import BLAS_THREAD_ENV, prepare_process
+from vaultmem.program import keep_out_of_process, one_blas_thread
 
 if TYPE_CHECKING:
     from vaultmem.memory import GitLockInfo, Memory, SyncReport
@@ -570,13 +569,12 @@ def build_parser() -> argparse.ArgumentParser:
 def run() -> int:
     """The ``vaultmem`` program (its console script, ``python -m vaultmem.cli``): :func:`main` in a
     process set up as vaultmem's own (``program.py``: no pandas, one BLAS thread)."""
-    prepare_process()
+    keep_out_of_process()
     return main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    for name in BLAS_THREAD_ENV:  # (program.py says why)
-        os.environ.setdefault(name, "1")
+    one_blas_thread()  # before NumPy is first imported, which no command does before this
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
