@@ -92,14 +92,16 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.02) -> T:
+def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float | None = None) -> T:
     """Poll until ``predicate`` returns something truthy; fail after ``timeout`` seconds.
 
-    The pause grows from ``interval`` by half each time, to at most ``POLL_CEILING``: many
-    predicates run git or read the vault, and polled every 20 ms through a watcher's quiet
-    period they took CPU from the daemon under test (the suite is CPU-bound on 2 cores)."""
+    Without ``interval`` the pause grows from 20 ms by half each time, to at most 0.2 s: many
+    predicates run git or read the vault, and polled every 20 ms through a watcher's quiet period
+    they took CPU from the daemon under test (the suite is CPU-bound on 2 cores). A predicate on a
+    state that lasts only moments (a queue between two retries) gives a fixed ``interval``: polls
+    0.2 s apart can keep missing it."""
     deadline = time.monotonic() + timeout
-    pause = interval
+    pause = 0.02 if interval is None else interval
     while True:
         value = predicate()
         if value:
@@ -107,11 +109,8 @@ def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(pause)
-        pause = max(interval, min(pause * 1.5, POLL_CEILING))
-
-
-#: The longest pause between two polls of :func:`wait_for` (an interval asked for above it is kept).
-POLL_CEILING = 0.2
+        if interval is None:
+            pause = min(pause * 1.5, 0.2)
 
 
 def stdio_env(**extra: str) -> dict[str, str]:

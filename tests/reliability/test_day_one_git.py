@@ -147,7 +147,7 @@ def test_a_grouped_commit_names_the_writes_it_carries(vault: Path, held_lock: He
         for i, note in enumerate(notes):
             note.write_text(f"note {i}\n", encoding="utf-8")
             writer.submit([f"memory/semantic/n{i}.md"], f"memory_append: add n{i}\n\nid: {i}\n")
-        wait_for(lambda: len(writer._retry) == 4)  # every write waits for the lock
+        wait_for(lambda: len(writer._retry) == 4, interval=0.01)  # every write waits for the lock
         held_lock.release()
         writer.flush()
     finally:
@@ -169,7 +169,7 @@ def test_a_grouped_commit_holds_the_writes_of_one_author_only(vault: Path, held_
             (vault / "memory" / "semantic" / f"n{i}.md").write_text(f"note {i}\n", encoding="utf-8")
             who = authors[i // 2 % 2]  # alice, alice, bob, bob, alice, alice
             writer.submit([f"memory/semantic/n{i}.md"], f"memory_append: add n{i}\n", author=who)
-        wait_for(lambda: len(writer._retry) == 6)  # every write waits for the lock
+        wait_for(lambda: len(writer._retry) == 6, interval=0.01)  # every write waits for the lock
         held_lock.release()
         writer.flush()
     finally:
